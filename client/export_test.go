@@ -1,0 +1,4 @@
+package client
+
+// DecodeLineageForTest exposes decodeLineage to the external tests.
+var DecodeLineageForTest = decodeLineage

@@ -1,0 +1,64 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// handleHealth answers the SDK's and daemon's liveness probe.
+func (a *Agent) handleHealth(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleInit applies POST /init: env vars, access token and default
+// user/workdir. The daemon calls it after every create and restore; a
+// restored clone gets a new token this way (the call must then carry the
+// old one, which withAuth checks). The timestamp is accepted but the clock
+// is left alone: gVisor's sandbox clock follows the host's.
+func (a *Agent) handleInit(w http.ResponseWriter, r *http.Request) {
+	var req initRequest
+	err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req)
+	if err != nil && !errors.Is(err, io.EOF) {
+		writeJSONError(w, http.StatusBadRequest, fmt.Errorf("invalid /init body: %w", err))
+		return
+	}
+	if req.DefaultUser != nil && *req.DefaultUser != "" {
+		if _, err := lookupAccount(*req.DefaultUser); err != nil {
+			writeJSONError(w, http.StatusBadRequest, err)
+			return
+		}
+	}
+	a.state.apply(req)
+	a.log.Info("init applied", "env_vars", len(req.EnvVars), "token_set", req.AccessToken != nil,
+		"default_user", deref(req.DefaultUser), "default_workdir", deref(req.DefaultWorkdir))
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// handleEnvs returns the environment variables set through /init.
+func (a *Agent) handleEnvs(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, a.state.envs())
+}
+
+// handleMetrics reports the sandbox's resource usage in envd's format.
+func (a *Agent) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	m, err := a.sampleMetrics()
+	if err != nil {
+		writeJSONError(w, http.StatusInternalServerError, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, m)
+}

@@ -1,0 +1,171 @@
+// Package daemon wires forkbox's parts into the running service behind
+// `forkbox serve`: store, runtime backend, base template, sandbox manager,
+// HTTP server and evictor. It is the only place concrete backends are chosen.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/forkbox/forkbox/internal/sandbox"
+	"github.com/forkbox/forkbox/internal/server"
+	"github.com/forkbox/forkbox/internal/store"
+	"github.com/forkbox/forkbox/internal/template"
+)
+
+// Options configure Run.
+type Options struct {
+	Listen      string
+	DataDir     string
+	TemplateDir string // default DataDir/templates
+	Domain      string
+	RunscPath   string
+	AgentPath   string
+	// SweepInterval and DefaultTimeout tune TTL handling.
+	SweepInterval  time.Duration
+	DefaultTimeout time.Duration
+	Logger         *slog.Logger
+	// Out receives the start-up banner and template progress.
+	Out io.Writer
+	// Ready, if set, is called with the bound address once serving.
+	Ready func(addr net.Addr)
+}
+
+// Run starts the daemon and serves until ctx ends, then shuts down cleanly.
+// Sandboxes keep running across restarts: the next Run reattaches to them.
+func Run(ctx context.Context, o Options) error {
+	if err := fillOptions(&o); err != nil {
+		return err
+	}
+	log := o.Logger
+	st, err := store.Open(ctx, o.DataDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	key, err := ensureAPIKey(ctx, st, o.DataDir)
+	if err != nil {
+		return err
+	}
+	if err := ensureTemplates(ctx, st, o); err != nil {
+		return err
+	}
+	rt, err := newRuntime(ctx, o)
+	if err != nil {
+		return err
+	}
+	mgr, err := sandbox.New(sandbox.Config{
+		Runtime: rt, Store: st, Logger: log,
+		DefaultTimeout: o.DefaultTimeout, SweepInterval: o.SweepInterval,
+		AgentArgs: []string{template.AgentInRootFS}, ClientID: hostname(),
+		ImageDir: filepath.Join(o.DataDir, "images"),
+	})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Recover(ctx); err != nil {
+		return fmt.Errorf("recover sandboxes: %w", err)
+	}
+	srv, err := server.New(server.Config{Manager: mgr, Store: st, Logger: log, Domain: o.Domain})
+	if err != nil {
+		return err
+	}
+	return serve(ctx, o, srv.Handler(), mgr, key)
+}
+
+func fillOptions(o *Options) error {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Out == nil {
+		o.Out = os.Stderr
+	}
+	if o.Listen == "" {
+		o.Listen = "127.0.0.1:3000"
+	}
+	if o.DataDir == "" {
+		o.DataDir = "/var/lib/forkbox"
+	}
+	if o.TemplateDir == "" {
+		o.TemplateDir = filepath.Join(o.DataDir, "templates")
+	}
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return err
+	}
+	var err error
+	if o.RunscPath, err = findBinary(o.RunscPath, "runsc"); err != nil {
+		return err
+	}
+	o.AgentPath, err = findBinary(o.AgentPath, "forkbox-agent")
+	return err
+}
+
+// serve runs the HTTP server and the evictor until ctx ends.
+func serve(ctx context.Context, o Options, h http.Handler, mgr *sandbox.Manager, key string) error {
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return err
+	}
+	hs := server.NewHTTPServer(h, o.Logger)
+	evCtx, stopEvictor := context.WithCancel(ctx)
+	evDone := make(chan struct{})
+	go func() { defer close(evDone); mgr.Run(evCtx) }()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	printBanner(o.Out, ln.Addr(), key)
+	o.Logger.Info("forkbox serving", "addr", ln.Addr().String(), "data", o.DataDir)
+	if o.Ready != nil {
+		o.Ready(ln.Addr())
+	}
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	stopEvictor()
+	<-evDone
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if serr := hs.Shutdown(shutCtx); serr != nil && err == nil {
+		err = serr
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+func printBanner(w io.Writer, addr net.Addr, key string) {
+	url := "http://" + addr.String()
+	fmt.Fprintf(w, "\nforkbox is serving on %s\n\n", url)
+	fmt.Fprintf(w, "API key: %s\n\nPaste into the shell of an E2B client:\n", key)
+	fmt.Fprintf(w, "  export E2B_API_URL=%s\n  export E2B_SANDBOX_URL=%s\n  export E2B_API_KEY=%s\n\n", url, url, key)
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "forkbox"
+	}
+	return h
+}
+
+// ensureTemplates builds the base template if needed and records it.
+func ensureTemplates(ctx context.Context, st *store.Store, o Options) error {
+	tpl, err := template.EnsureBase(ctx, template.Options{
+		TemplateDir: o.TemplateDir, AgentPath: o.AgentPath, Progress: o.Out, Logger: o.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("base template: %w", err)
+	}
+	return st.PutTemplate(ctx, tpl)
+}
+
+

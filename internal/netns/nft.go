@@ -1,0 +1,227 @@
+package netns
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/binaryutil"
+	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
+)
+
+// internetSet names the set of host-side links whose sandboxes may forward
+// out of the host. Membership is the only per-sandbox firewall state.
+const internetSet = "internet"
+
+// blockedRanges are destinations a sandbox may never be forwarded to: the
+// private, link-local (cloud metadata), CGNAT, multicast and reserved ranges.
+var blockedRanges = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("10.0.0.0/8"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("169.254.0.0/16"),
+	netip.MustParsePrefix("172.16.0.0/12"),
+	netip.MustParsePrefix("192.168.0.0/16"),
+	netip.MustParsePrefix("224.0.0.0/3"),
+}
+
+// installTable replaces the table atomically (add, delete, add in one
+// batch) so setup is idempotent and never leaves a window without rules.
+// leases are the adopted sandboxes whose internet membership must survive.
+func (m *Manager) installTable(leases []Lease) error {
+	c, err := nftables.New()
+	if err != nil {
+		return fmt.Errorf("nftables: %w", err)
+	}
+	t := &nftables.Table{Name: m.cfg.Table, Family: nftables.TableFamilyINet}
+	c.AddTable(t)
+	c.DelTable(t)
+	c.AddTable(t)
+	set := &nftables.Set{Table: t, Name: internetSet, KeyType: nftables.TypeIFName}
+	var elems []nftables.SetElement
+	for _, l := range leases {
+		if l.AllowInternet {
+			elems = append(elems, nftables.SetElement{Key: ifname(l.HostLink)})
+		}
+	}
+	if err := c.AddSet(set, elems); err != nil {
+		return fmt.Errorf("nftables set: %w", err)
+	}
+	m.addInputChain(c, t)
+	m.addForwardChain(c, t, set)
+	m.addNATChain(c, t)
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("install nftables table %s: %w", m.cfg.Table, err)
+	}
+	return nil
+}
+
+// addInputChain: the host accepts nothing from sandboxes but replies.
+func (m *Manager) addInputChain(c *nftables.Conn, t *nftables.Table) {
+	ch := c.AddChain(&nftables.Chain{Name: "input", Table: t, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityFilter})
+	in := m.fromSandbox()
+	c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: cat(in, ctReply(), accept())})
+	c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: cat(in, drop())})
+}
+
+// addForwardChain: no sandbox-to-sandbox traffic, nothing out for sandboxes
+// without internet, no IPv6, and no private destinations but the resolver.
+func (m *Manager) addForwardChain(c *nftables.Conn, t *nftables.Table, set *nftables.Set) {
+	ch := c.AddChain(&nftables.Chain{Name: "forward", Table: t, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookForward, Priority: nftables.ChainPriorityFilter})
+	in := m.fromSandbox()
+	add := func(e ...[]expr.Any) { c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: cat(e...)}) }
+	add(in, ctReply(), accept())
+	add(in, ifnameCmp(expr.MetaKeyOIFNAME, expr.CmpOpEq, m.cfg.LinkPrefix), drop())
+	add(in, []expr.Any{&expr.Lookup{SourceRegister: 1, SetName: set.Name, SetID: set.ID, Invert: true}}, drop())
+	add(in, []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: []byte{unix.NFPROTO_IPV4}},
+	}, drop())
+	for _, r := range m.resolver {
+		for _, proto := range []byte{unix.IPPROTO_UDP, unix.IPPROTO_TCP} {
+			add(in, daddrIn(netip.PrefixFrom(r, 32)), dport(proto, 53), accept())
+		}
+	}
+	for _, p := range blockedRanges {
+		add(in, daddrIn(p), drop())
+	}
+}
+
+// addNATChain masquerades sandbox traffic leaving through any non-sandbox
+// link (the uplink, whichever the route picks).
+func (m *Manager) addNATChain(c *nftables.Conn, t *nftables.Table) {
+	ch := c.AddChain(&nftables.Chain{Name: "postrouting", Table: t, Type: nftables.ChainTypeNAT,
+		Hooknum: nftables.ChainHookPostrouting, Priority: nftables.ChainPriorityNATSource})
+	c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: cat(
+		[]expr.Any{
+			&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.NFPROTO_IPV4}},
+		},
+		payloadIn(12, m.cfg.Subnet),
+		ifnameCmp(expr.MetaKeyOIFNAME, expr.CmpOpNeq, m.cfg.LinkPrefix),
+		[]expr.Any{&expr.Masq{}},
+	)})
+}
+
+// setInternet adds or removes link from the internet set. Removing an
+// absent element, or touching a table that is gone, is not an error.
+func (m *Manager) setInternet(link string, on bool) error {
+	c, err := nftables.New()
+	if err != nil {
+		return fmt.Errorf("nftables: %w", err)
+	}
+	t := &nftables.Table{Name: m.cfg.Table, Family: nftables.TableFamilyINet}
+	set := &nftables.Set{Table: t, Name: internetSet, KeyType: nftables.TypeIFName}
+	elems := []nftables.SetElement{{Key: ifname(link)}}
+	if on {
+		err = c.SetAddElements(set, elems)
+	} else {
+		err = c.SetDeleteElements(set, elems)
+	}
+	if err == nil {
+		err = c.Flush()
+	}
+	if err != nil && (on || !errors.Is(err, unix.ENOENT)) {
+		return fmt.Errorf("nftables %s internet=%v: %w", link, on, err)
+	}
+	return nil
+}
+
+// deleteTable removes the table if it exists.
+func (m *Manager) deleteTable() error {
+	c, err := nftables.New()
+	if err != nil {
+		return fmt.Errorf("nftables: %w", err)
+	}
+	t := &nftables.Table{Name: m.cfg.Table, Family: nftables.TableFamilyINet}
+	c.AddTable(t)
+	c.DelTable(t)
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("delete nftables table %s: %w", m.cfg.Table, err)
+	}
+	return nil
+}
+
+// fromSandbox matches packets entering through a sandbox's host-side link
+// and leaves the input interface name in register 1 (for set lookups).
+func (m *Manager) fromSandbox() []expr.Any {
+	return ifnameCmp(expr.MetaKeyIIFNAME, expr.CmpOpEq, m.cfg.LinkPrefix)
+}
+
+// ifnameCmp compares an interface name with a prefix: a cmp shorter than the
+// register compares only its length, which is how nft spells "fbh*".
+func ifnameCmp(key expr.MetaKey, op expr.CmpOp, prefix string) []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: key, Register: 1},
+		&expr.Cmp{Op: op, Register: 1, Data: []byte(prefix)},
+	}
+}
+
+// ctReply matches established and related connections.
+func ctReply() []expr.Any {
+	return []expr.Any{
+		&expr.Ct{Register: 2, Key: expr.CtKeySTATE},
+		&expr.Bitwise{SourceRegister: 2, DestRegister: 2, Len: 4,
+			Mask: binaryutil.NativeEndian.PutUint32(expr.CtStateBitESTABLISHED | expr.CtStateBitRELATED),
+			Xor:  binaryutil.NativeEndian.PutUint32(0)},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: 2, Data: []byte{0, 0, 0, 0}},
+	}
+}
+
+// daddrIn matches IPv4 destinations inside p.
+func daddrIn(p netip.Prefix) []expr.Any { return payloadIn(16, p) }
+
+// payloadIn matches the IPv4 address at offset (12 source, 16 destination)
+// against p.
+func payloadIn(offset uint32, p netip.Prefix) []expr.Any {
+	mask := make([]byte, 4)
+	copy(mask, netipMask(p.Bits()))
+	addr := p.Masked().Addr().As4()
+	return []expr.Any{
+		&expr.Payload{DestRegister: 2, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: 4},
+		&expr.Bitwise{SourceRegister: 2, DestRegister: 2, Len: 4, Mask: mask, Xor: []byte{0, 0, 0, 0}},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 2, Data: addr[:]},
+	}
+}
+
+// dport matches a transport protocol and destination port.
+func dport(proto byte, port uint16) []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 2},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 2, Data: []byte{proto}},
+		&expr.Payload{DestRegister: 2, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 2, Data: binaryutil.BigEndian.PutUint16(port)},
+	}
+}
+
+func accept() []expr.Any { return []expr.Any{&expr.Verdict{Kind: expr.VerdictAccept}} }
+func drop() []expr.Any   { return []expr.Any{&expr.Verdict{Kind: expr.VerdictDrop}} }
+
+// cat joins expression lists into one rule.
+func cat(parts ...[]expr.Any) []expr.Any {
+	var out []expr.Any
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// ifname pads an interface name to the kernel's IFNAMSIZ set key.
+func ifname(name string) []byte {
+	b := make([]byte, unix.IFNAMSIZ)
+	copy(b, name)
+	return b
+}
+
+// netipMask returns the 4-byte mask of a prefix length.
+func netipMask(bits int) []byte {
+	m := make([]byte, 4)
+	for i := 0; i < bits; i++ {
+		m[i/8] |= 0x80 >> (i % 8)
+	}
+	return m
+}

@@ -1,0 +1,102 @@
+package fake
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/runtime"
+)
+
+// Checkpoint implements runtime.Checkpointer: it records the spec and a
+// clone of the handler (if it is a Cloner) under imageDir, writes
+// MarkerFile there and, without LeaveRunning, stops the sandbox.
+func (r *Runtime) Checkpoint(ctx context.Context, id string, imageDir string, opts runtime.CheckpointOptions) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sb, err := r.getLocked(id)
+	if err != nil {
+		return err
+	}
+	if sb.state == runtime.StateStopped {
+		return fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
+	}
+	if entries, err := os.ReadDir(imageDir); err != nil || len(entries) > 0 {
+		return fmt.Errorf("image dir %q must exist and be empty: %w", imageDir, errdefs.ErrInvalidArgument)
+	}
+	if r.FailCheckpoint != nil {
+		if err := r.FailCheckpoint(id, opts); err != nil {
+			return err
+		}
+	}
+	img := image{spec: sb.spec}
+	if c, ok := sb.handler.(Cloner); ok {
+		img.handler = c.Clone()
+	}
+	if err := writeMarker(imageDir, sb.spec); err != nil {
+		return fmt.Errorf("write marker: %w", err)
+	}
+	r.images[filepath.Clean(imageDir)] = img
+	if !opts.LeaveRunning {
+		sb.stop()
+	}
+	return nil
+}
+
+// Restore implements runtime.Checkpointer. A stopped sandbox of the same
+// id is replaced; a running or paused one is ErrAlreadyExists.
+func (r *Runtime) Restore(ctx context.Context, spec runtime.Spec, imageDir string) (runtime.Info, error) {
+	if err := validate(spec); err != nil {
+		return runtime.Info{}, err
+	}
+	if r.FailRestore != nil {
+		if err := r.FailRestore(spec, imageDir); err != nil {
+			return runtime.Info{}, err
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	img, ok := r.imageLocked(imageDir)
+	if !ok {
+		return runtime.Info{}, fmt.Errorf("no checkpoint in %q: %w", imageDir, errdefs.ErrInvalidArgument)
+	}
+	if _, err := os.Stat(filepath.Join(imageDir, MarkerFile)); err != nil {
+		return runtime.Info{}, fmt.Errorf("checkpoint in %q was removed: %w", imageDir, errdefs.ErrInvalidArgument)
+	}
+	if img.spec.RootFS != spec.RootFS {
+		return runtime.Info{}, fmt.Errorf("restore with rootfs %q, checkpoint has %q: %w",
+			spec.RootFS, img.spec.RootFS, errdefs.ErrInvalidArgument)
+	}
+	if old, ok := r.sandboxes[spec.ID]; ok {
+		if old.state != runtime.StateStopped {
+			return runtime.Info{}, fmt.Errorf("sandbox %s is %s: %w", spec.ID, old.state, errdefs.ErrAlreadyExists)
+		}
+		delete(r.sandboxes, spec.ID)
+	}
+	h := r.newHandler(spec.ID)
+	if c, ok := img.handler.(Cloner); ok {
+		h = c.Clone()
+	}
+	return r.startLocked(spec, h).info(), nil
+}
+
+// imageLocked finds the checkpoint in imageDir: by directory, or — for an
+// image whose files were hard-linked into a new directory, as a real image
+// may be — by the identity of its marker file.
+func (r *Runtime) imageLocked(imageDir string) (image, bool) {
+	if img, ok := r.images[filepath.Clean(imageDir)]; ok {
+		return img, true
+	}
+	fi, err := os.Stat(filepath.Join(imageDir, MarkerFile))
+	if err != nil {
+		return image{}, false
+	}
+	for dir, img := range r.images {
+		if other, err := os.Stat(filepath.Join(dir, MarkerFile)); err == nil && os.SameFile(fi, other) {
+			return img, true
+		}
+	}
+	return image{}, false
+}

@@ -1,0 +1,69 @@
+package fake
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/runtime"
+	"github.com/forkbox/forkbox/internal/runtime/runtimetest"
+)
+
+var failArgs = []string{"/nonexistent/binary"}
+
+func newRuntime(t *testing.T) runtime.Runtime {
+	r := New()
+	r.Handler = func(string) http.Handler { return &runtimetest.Handler{} }
+	r.FailCreate = func(spec runtime.Spec) error {
+		if slices.Equal(spec.Args, failArgs) {
+			return errors.New("exec: no such file")
+		}
+		return nil
+	}
+	return r
+}
+
+func TestConformance(t *testing.T) {
+	runtimetest.Run(t, newRuntime, runtimetest.Options{
+		RootFS:   t.TempDir(),
+		Args:     []string{"server"},
+		Port:     49983,
+		FailArgs: failArgs,
+	})
+}
+
+func TestKillAndMarker(t *testing.T) {
+	ctx := context.Background()
+	r := newRuntime(t).(*Runtime)
+	spec := runtime.Spec{ID: runtimetest.NewID(), RootFS: t.TempDir(), Args: []string{"x"}}
+	if _, err := r.Create(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	img := t.TempDir()
+	if err := r.Checkpoint(ctx, spec.ID, img, runtime.CheckpointOptions{LeaveRunning: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(img, MarkerFile)); err != nil {
+		t.Fatalf("marker: %v", err)
+	}
+	if err := r.Kill(spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	info, err := r.Info(ctx, spec.ID)
+	if err != nil || info.State != runtime.StateStopped {
+		t.Fatalf("Info after Kill = %+v, %v", info, err)
+	}
+	if _, err := r.Dial(ctx, spec.ID, 1); !errors.Is(err, errdefs.ErrUnavailable) {
+		t.Fatalf("Dial stopped: %v", err)
+	}
+	os.Remove(filepath.Join(img, MarkerFile))
+	spec.ID = runtimetest.NewID()
+	if _, err := r.Restore(ctx, spec, img); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Fatalf("Restore from a collected image: %v", err)
+	}
+}

@@ -1,0 +1,286 @@
+// Package gvisor is the runtime.Runtime backend that runs every sandbox as a
+// gVisor sandbox through the static runsc binary: one OCI bundle, one
+// network namespace (internal/netns) and one cgroup per sandbox, with the
+// template rootfs shared read-only and writes kept in the sandbox's memory
+// (--overlay2=root:memory).
+package gvisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/netns"
+	"github.com/forkbox/forkbox/internal/runtime"
+)
+
+// Config configures a Runtime.
+type Config struct {
+	// RunscPath is the static runsc binary. Required.
+	RunscPath string
+	// StateDir holds runsc's --root and the per-sandbox bundles. Required.
+	StateDir string
+	// Net allocates sandbox networks. Required.
+	Net *netns.Manager
+	// Logger receives diagnostics. Default slog.Default().
+	Logger *slog.Logger
+	// Defaults fill zero fields of Spec.Resources. Zero fields here mean
+	// 1 CPU, 512 MiB and 1024 pids.
+	Defaults runtime.Resources
+	// CgroupParent is the cgroup (under every v1 controller) sandboxes'
+	// cgroups are created in. Default "forkbox".
+	CgroupParent string
+	// DebugLogDir, if set, turns on runsc debug logs there.
+	DebugLogDir string
+	// Timeout bounds slow runsc commands (create, start, checkpoint,
+	// restore). Default 60 s. Quick commands get a fifth of it.
+	Timeout time.Duration
+}
+
+// Runtime is the gVisor backend. It is safe for concurrent use on
+// different ids.
+type Runtime struct {
+	cfg Config
+	log *slog.Logger
+}
+
+var (
+	_ runtime.Runtime      = (*Runtime)(nil)
+	_ runtime.Checkpointer = (*Runtime)(nil)
+)
+
+// New checks cfg, creates the state directories and reattaches to what an
+// earlier daemon left: networks of known sandboxes are kept, networks and
+// runsc containers without a handle are removed.
+func New(ctx context.Context, cfg Config) (*Runtime, error) {
+	if cfg.RunscPath == "" || cfg.StateDir == "" || cfg.Net == nil {
+		return nil, fmt.Errorf("gvisor: RunscPath, StateDir and Net are required: %w", errdefs.ErrInvalidArgument)
+	}
+	if _, err := os.Stat(cfg.RunscPath); err != nil {
+		return nil, fmt.Errorf("gvisor: runsc: %w", err)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cfg.Defaults = withDefaults(cfg.Defaults, runtime.Resources{CPUCount: 1, MemoryMB: 512, PidsMax: 1024})
+	if cfg.CgroupParent == "" {
+		cfg.CgroupParent = "forkbox"
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = time.Minute
+	}
+	r := &Runtime{cfg: cfg, log: cfg.Logger}
+	for _, dir := range []string{r.runscRoot(), filepath.Join(cfg.StateDir, "sandboxes")} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("gvisor: %w", err)
+		}
+	}
+	return r, r.reattach(ctx)
+}
+
+// Name implements runtime.Runtime.
+func (r *Runtime) Name() string { return "gvisor" }
+
+// reattach drops networks and containers no handle accounts for.
+func (r *Runtime) reattach(ctx context.Context) error {
+	known := func(id string) bool {
+		_, err := r.loadHandle(id)
+		return err == nil
+	}
+	if _, err := r.cfg.Net.Recover(ctx, known); err != nil {
+		return err
+	}
+	states, err := r.runscList(ctx)
+	if err != nil {
+		return err
+	}
+	for id := range states {
+		if !known(id) {
+			r.log.InfoContext(ctx, "removing leftover runsc container", "id", id)
+			r.destroy(ctx, id)
+		}
+	}
+	return nil
+}
+
+// Create implements runtime.Runtime.
+func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (info runtime.Info, err error) {
+	if err := validate(spec); err != nil {
+		return runtime.Info{}, err
+	}
+	cl := &cleanup{log: r.log}
+	defer func() {
+		if err != nil {
+			cl.run(ctx)
+		}
+	}()
+	h, err := r.prepare(ctx, spec, cl)
+	if err != nil {
+		return runtime.Info{}, err
+	}
+	dir := r.sandboxDir(spec.ID)
+	cl.add("runsc delete", func(ctx context.Context) error { r.destroy(ctx, spec.ID); return nil })
+	if err := r.runDetached(ctx, r.cfg.Timeout, filepath.Join(dir, "runsc.log"),
+		"create", "--bundle="+dir, spec.ID); err != nil {
+		return runtime.Info{}, err
+	}
+	if _, err := r.run(ctx, r.cfg.Timeout, "start", spec.ID); err != nil {
+		return runtime.Info{}, err
+	}
+	cl.disarm()
+	return r.info(ctx, h)
+}
+
+// prepare makes the sandbox directory, network, bundle and handle, pushing
+// their undo steps on cl. It returns the handle.
+func (r *Runtime) prepare(ctx context.Context, spec runtime.Spec, cl *cleanup) (handle, error) {
+	dir := r.sandboxDir(spec.ID)
+	if err := os.Mkdir(dir, 0o700); errors.Is(err, os.ErrExist) {
+		return handle{}, fmt.Errorf("sandbox %s: %w", spec.ID, errdefs.ErrAlreadyExists)
+	} else if err != nil {
+		return handle{}, fmt.Errorf("create %s: %w", dir, err)
+	}
+	cl.add("remove bundle", func(context.Context) error { return os.RemoveAll(dir) })
+	lease, err := r.cfg.Net.Allocate(ctx, spec.ID, spec.AllowInternet)
+	if err != nil {
+		return handle{}, err
+	}
+	cl.add("release network", func(ctx context.Context) error { return r.cfg.Net.Release(ctx, spec.ID) })
+	return r.writeBundle(spec, lease)
+}
+
+// writeBundle writes the OCI config and the handle of spec.
+func (r *Runtime) writeBundle(spec runtime.Spec, lease netns.Lease) (handle, error) {
+	res := withDefaults(spec.Resources, r.cfg.Defaults)
+	oci := buildSpec(spec, res, lease, r.cgroupsPath(spec.ID))
+	if err := writeJSON(filepath.Join(r.sandboxDir(spec.ID), "config.json"), oci); err != nil {
+		return handle{}, err
+	}
+	h := handle{
+		ID: spec.ID, Slot: lease.Slot, Addr: lease.Addr, RootFS: spec.RootFS,
+		AllowInternet: spec.AllowInternet, Resources: res, CreatedAt: time.Now().UTC(),
+	}
+	return h, r.saveHandle(h)
+}
+
+// Delete implements runtime.Runtime.
+func (r *Runtime) Delete(ctx context.Context, id string) error {
+	if _, err := r.loadHandle(id); err != nil {
+		return err
+	}
+	ctx = context.WithoutCancel(ctx) // half a delete is worse than a slow one
+	r.destroy(ctx, id)
+	if err := r.cfg.Net.Release(ctx, id); err != nil && !errdefs.IsNotFound(err) {
+		return err
+	}
+	if err := os.RemoveAll(r.sandboxDir(id)); err != nil {
+		return fmt.Errorf("remove bundle of %s: %w", id, err)
+	}
+	return nil
+}
+
+// destroy force-deletes the runsc container of id, if any, and its cgroups.
+func (r *Runtime) destroy(ctx context.Context, id string) {
+	if _, err := r.run(ctx, r.cfg.Timeout/5, "delete", "--force", id); err != nil && !errdefs.IsNotFound(err) {
+		r.log.WarnContext(ctx, "runsc delete failed", "id", id, "err", err)
+	}
+	r.removeCgroups(ctx, id)
+}
+
+// Info implements runtime.Runtime.
+func (r *Runtime) Info(ctx context.Context, id string) (runtime.Info, error) {
+	h, err := r.loadHandle(id)
+	if err != nil {
+		return runtime.Info{}, err
+	}
+	return r.info(ctx, h)
+}
+
+// info combines h with runsc's view of the container.
+func (r *Runtime) info(ctx context.Context, h handle) (runtime.Info, error) {
+	st, err := r.runscState(ctx, h.ID)
+	if err != nil {
+		return runtime.Info{}, err
+	}
+	return toInfo(h, st), nil
+}
+
+// List implements runtime.Runtime.
+func (r *Runtime) List(ctx context.Context) ([]runtime.Info, error) {
+	entries, err := os.ReadDir(filepath.Join(r.cfg.StateDir, "sandboxes"))
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes: %w", err)
+	}
+	states, err := r.runscList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []runtime.Info
+	for _, e := range entries {
+		h, err := r.loadHandle(e.Name())
+		if err != nil {
+			continue // being created or deleted right now
+		}
+		out = append(out, toInfo(h, states[h.ID]))
+	}
+	return out, nil
+}
+
+// Dial implements runtime.Runtime.
+func (r *Runtime) Dial(ctx context.Context, id string, port int) (net.Conn, error) {
+	h, err := r.loadHandle(id)
+	if err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp4", netip.AddrPortFrom(h.Addr, uint16(port)).String())
+	if err != nil {
+		return nil, fmt.Errorf("dial %s port %d: %v: %w", id, port, err, errdefs.ErrUnavailable)
+	}
+	return c, nil
+}
+
+// Freeze implements runtime.Runtime.
+func (r *Runtime) Freeze(ctx context.Context, id string) error {
+	return r.simple(ctx, id, "pause")
+}
+
+// Thaw implements runtime.Runtime.
+func (r *Runtime) Thaw(ctx context.Context, id string) error {
+	return r.simple(ctx, id, "resume")
+}
+
+// simple runs a one-argument runsc verb on a known sandbox.
+func (r *Runtime) simple(ctx context.Context, id, verb string) error {
+	if _, err := r.loadHandle(id); err != nil {
+		return err
+	}
+	_, err := r.run(ctx, r.cfg.Timeout/5, verb, id)
+	return err
+}
+
+// cgroupsPath is the OCI cgroupsPath of id.
+func (r *Runtime) cgroupsPath(id string) string {
+	return "/" + r.cfg.CgroupParent + "/" + id
+}
+
+// validate checks a spec before anything touches the host.
+func validate(s runtime.Spec) error {
+	if err := runtime.ValidateID(s.ID); err != nil {
+		return err
+	}
+	if len(s.Args) == 0 {
+		return fmt.Errorf("sandbox %s: no args: %w", s.ID, errdefs.ErrInvalidArgument)
+	}
+	if fi, err := os.Stat(s.RootFS); err != nil || !fi.IsDir() {
+		return fmt.Errorf("sandbox %s: rootfs %q is not a directory: %w", s.ID, s.RootFS, errdefs.ErrInvalidArgument)
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package gvisor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+)
+
+// globalArgs are the runsc flags every invocation shares. They must be the
+// same for every command on a container (runsc reads its state with them).
+func (r *Runtime) globalArgs() []string {
+	args := []string{
+		"--root=" + r.runscRoot(),
+		"--platform=systrap",
+		"--network=sandbox",
+		"--overlay2=root:memory",
+	}
+	if r.cfg.DebugLogDir != "" {
+		args = append(args, "--debug", "--debug-log="+r.cfg.DebugLogDir+"/")
+	}
+	return args
+}
+
+// run executes a short runsc command that does not hand its stdio to a
+// sandbox, and returns its stdout.
+func (r *Runtime) run(ctx context.Context, timeout time.Duration, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, r.cfg.RunscPath, append(r.globalArgs(), args...)...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// A runsc child (the sandbox) may inherit the pipes; never wait for
+	// their EOF longer than this.
+	cmd.WaitDelay = time.Second
+	start := time.Now()
+	err := cmd.Run()
+	r.log.DebugContext(ctx, "runsc", "args", args, "took", time.Since(start), "err", err)
+	if err != nil {
+		return stdout.Bytes(), runscError(ctx, args, err, stderr.String())
+	}
+	return stdout.Bytes(), nil
+}
+
+// runDetached executes a runsc command whose stdio becomes the sandbox's
+// (create, restore). The sandbox gets /dev/null: a pipe nobody drains would
+// block the sandbox (trap 1), its read end dies with the daemon, and regular
+// files break after restore (trap 4). runsc's own errors go to logPath.
+func (r *Runtime) runDetached(ctx context.Context, timeout time.Duration, logPath string, args ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", os.DevNull, err)
+	}
+	defer null.Close()
+	full := append(r.globalArgs(), "--log="+logPath)
+	cmd := exec.CommandContext(ctx, r.cfg.RunscPath, append(full, args...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = null, null, null
+	cmd.WaitDelay = time.Second
+	start := time.Now()
+	err = cmd.Run()
+	r.log.DebugContext(ctx, "runsc", "args", args, "took", time.Since(start), "err", err)
+	if err != nil {
+		return runscError(ctx, args, err, lastError(logPath))
+	}
+	return nil
+}
+
+// runscError wraps a failed runsc command with its class: a deadline is
+// ErrUnavailable, a missing container ErrNotFound, everything else internal.
+func runscError(ctx context.Context, args []string, err error, stderr string) error {
+	msg := strings.TrimSpace(stderr)
+	verb := args[0]
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("runsc %s: %v (%s): %w", verb, ctx.Err(), msg, errdefs.ErrUnavailable)
+	case strings.Contains(msg, "does not exist") || strings.Contains(msg, "no such container"):
+		return fmt.Errorf("runsc %s: %s: %w", verb, msg, errdefs.ErrNotFound)
+	case strings.Contains(msg, "is not running") || strings.Contains(msg, "cannot be paused") ||
+		strings.Contains(msg, "not paused") || strings.Contains(msg, "invalid state"):
+		return fmt.Errorf("runsc %s: %s: %w", verb, msg, errdefs.ErrConflict)
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return fmt.Errorf("runsc %s: exit %d: %s: %w", verb, exit.ExitCode(), msg, errdefs.ErrInternal)
+	}
+	return fmt.Errorf("runsc %s: %v: %w", verb, err, errdefs.ErrInternal)
+}
+
+// lastError returns the last error lines of a runsc --log file.
+func lastError(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, "FATAL ERROR") || strings.Contains(line, `"level":"error"`) {
+			out = append(out, line)
+		}
+	}
+	if len(out) > 3 {
+		out = out[len(out)-3:]
+	}
+	return strings.Join(out, "; ")
+}

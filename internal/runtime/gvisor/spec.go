@@ -1,0 +1,124 @@
+package gvisor
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/forkbox/forkbox/internal/netns"
+	"github.com/forkbox/forkbox/internal/runtime"
+)
+
+const mib = 1 << 20
+
+// Headroom added to the caller's limits: the sentry, gofer and systrap stub
+// threads are charged to the sandbox's cgroups too, and hitting a limit
+// kills the whole sandbox (trap 7).
+const (
+	memoryHeadroomMiB = 128 // plus a quarter of the requested memory
+	pidsHeadroom      = 128 // plus the requested pids again (stub threads)
+	cpuPeriodUs       = 100000
+)
+
+// defaultCaps are the capabilities of the first process: Docker's default
+// set, so the agent can run as root inside the sandbox's own kernel.
+var defaultCaps = []string{
+	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",
+	"CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP",
+	"CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE",
+}
+
+// withDefaults fills zero resources from def.
+func withDefaults(r, def runtime.Resources) runtime.Resources {
+	if r.CPUCount <= 0 {
+		r.CPUCount = def.CPUCount
+	}
+	if r.MemoryMB <= 0 {
+		r.MemoryMB = def.MemoryMB
+	}
+	if r.PidsMax <= 0 {
+		r.PidsMax = def.PidsMax
+	}
+	return r
+}
+
+// memoryLimit is the cgroup memory limit for a sandbox of res.
+func memoryLimit(res runtime.Resources) int64 {
+	return int64(res.MemoryMB+res.MemoryMB/4+memoryHeadroomMiB) * mib
+}
+
+// buildSpec returns the OCI spec of a sandbox. Create and Restore build it
+// the same way from the same inputs, so the mounts of a restore equal the
+// checkpoint's (trap 9).
+func buildSpec(s runtime.Spec, res runtime.Resources, lease netns.Lease, cgroupsPath string) *specs.Spec {
+	env := s.Env
+	if !hasEnv(env, "PATH") {
+		env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, env...)
+	}
+	memLimit := memoryLimit(res)
+	quota := int64(res.CPUCount) * cpuPeriodUs
+	period := uint64(cpuPeriodUs)
+	pids := int64(res.PidsMax*2 + pidsHeadroom)
+	return &specs.Spec{
+		Version: specs.Version,
+		Process: &specs.Process{
+			Terminal: false,
+			User:     specs.User{UID: 0, GID: 0},
+			Args:     s.Args,
+			Env:      env,
+			Cwd:      "/",
+			Capabilities: &specs.LinuxCapabilities{
+				Bounding: defaultCaps, Effective: defaultCaps, Permitted: defaultCaps,
+			},
+			Rlimits: []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: 1 << 20, Soft: 1 << 20}},
+		},
+		Root:     &specs.Root{Path: s.RootFS, Readonly: false},
+		Hostname: s.Hostname,
+		Mounts:   mounts(s.RootFS),
+		Linux: &specs.Linux{
+			CgroupsPath: cgroupsPath,
+			Resources: &specs.LinuxResources{
+				Memory: &specs.LinuxMemory{Limit: &memLimit},
+				CPU:    &specs.LinuxCPU{Quota: &quota, Period: &period},
+				Pids:   &specs.LinuxPids{Limit: pids},
+			},
+			Namespaces: []specs.LinuxNamespace{
+				{Type: specs.NetworkNamespace, Path: lease.NSPath},
+				{Type: specs.PIDNamespace},
+				{Type: specs.IPCNamespace},
+				{Type: specs.UTSNamespace},
+				{Type: specs.MountNamespace},
+			},
+		},
+	}
+}
+
+// mounts returns the sandbox-internal mounts whose mount points exist in
+// rootfs. A missing mount point would be created by the gofer in the shared
+// host rootfs (trap 3), so it is skipped instead.
+func mounts(rootfs string) []specs.Mount {
+	all := []specs.Mount{
+		{Destination: "/proc", Type: "proc", Source: "proc"},
+		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs"},
+		{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", "ro"}},
+	}
+	var out []specs.Mount
+	for _, m := range all {
+		if fi, err := os.Stat(filepath.Join(rootfs, m.Destination)); err == nil && fi.IsDir() {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// hasEnv reports whether env sets key.
+func hasEnv(env []string, key string) bool {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, key+"=") {
+			return true
+		}
+	}
+	return false
+}

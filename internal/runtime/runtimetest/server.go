@@ -1,0 +1,132 @@
+package runtimetest
+
+import (
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/forkbox/forkbox/internal/runtime"
+)
+
+// The test server protocol every first process of the suite speaks over
+// HTTP on Options.Port:
+//
+//	GET /count          → the number of /count requests answered so far,
+//	                      this one included ("1", "2", …); the counter is
+//	                      the state a checkpoint must preserve.
+//	GET /probe?addr=A:P → "open" if a TCP connection from inside the
+//	                      sandbox to A:P succeeds within a second, else
+//	                      "closed".
+//	GET /procs          → the pids visible in the sandbox's /proc, one per
+//	                      line.
+const pythonServer = `
+import http.server, os, socket, socketserver, sys, urllib.parse
+n = 0
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        global n
+        u = urllib.parse.urlparse(self.path)
+        if u.path == "/count":
+            n += 1
+            body = str(n)
+        elif u.path == "/probe":
+            host, port = urllib.parse.parse_qs(u.query)["addr"][0].rsplit(":", 1)
+            try:
+                socket.create_connection((host, int(port)), timeout=1).close()
+                body = "open"
+            except OSError:
+                body = "closed"
+        elif u.path == "/procs":
+            body = "\n".join(p for p in os.listdir("/proc") if p.isdigit())
+        else:
+            self.send_error(404)
+            return
+        b = body.encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+    def log_message(self, *a):
+        pass
+class S(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True
+    daemon_threads = True
+S(("0.0.0.0", int(sys.argv[1])), H).serve_forever()
+`
+
+// PythonServerArgs returns first-process args that run the test server
+// protocol with the rootfs's python3 on port. The server never resolves a
+// name (http.server's HTTPServer would, and hang without DNS).
+func PythonServerArgs(port int) []string {
+	return []string{"python3", "-c", pythonServer, strconv.Itoa(port)}
+}
+
+// Handler is an in-process implementation of the test server protocol for
+// backends without real sandboxes (fake). Its probe always answers
+// "closed" (nothing is reachable from a fake sandbox) and /procs answers
+// "1". Clone copies the counter, which is how the fake carries state
+// through a checkpoint.
+type Handler struct {
+	mu sync.Mutex
+	n  int // guarded by mu
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/count":
+		h.mu.Lock()
+		h.n++
+		n := h.n
+		h.mu.Unlock()
+		fmt.Fprint(w, n)
+	case "/probe":
+		fmt.Fprint(w, "closed")
+	case "/procs":
+		fmt.Fprint(w, "1")
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// Clone returns a handler with a copy of h's counter.
+func (h *Handler) Clone() http.Handler {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return &Handler{n: h.n}
+}
+
+// NewID returns a random valid sandbox id.
+func NewID() string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, runtime.IDLength)
+	rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}
+
+// FindRepoFile walks up from the working directory to the directory holding
+// go.mod and returns rel joined to it ("" if there is no go.mod), so tests
+// find repo-relative prerequisites such as bin/runsc.
+func FindRepoFile(rel string) string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if _, err := os.Stat(dir + "/go.mod"); err == nil {
+			return dir + "/" + rel
+		}
+		i := strings.LastIndex(dir, "/")
+		if i <= 0 {
+			return ""
+		}
+		dir = dir[:i]
+	}
+}

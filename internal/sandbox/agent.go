@@ -1,0 +1,111 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/store"
+)
+
+// Transport returns an http.RoundTripper for the data plane: a request for
+// http://<sandboxID>:<port>/path reaches that port inside the sandbox
+// through Manager.Dial (so a paused auto-resume sandbox wakes up, and one
+// that is not running is refused), whatever the backend's network looks
+// like. Connections are pooled per sandbox and port.
+func (m *Manager) Transport() http.RoundTripper { return newTransport(m.Dial) }
+
+// newTransport builds a transport whose connections come from dial;
+// the manager's own calls to agents dial the runtime directly because they
+// happen while the sandbox is still being created or resumed.
+func newTransport(dial func(ctx context.Context, id string, port int) (net.Conn, error)) *http.Transport {
+	return &http.Transport{
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			host, portStr, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, err
+			}
+			port, err := strconv.Atoi(portStr)
+			if err != nil {
+				return nil, fmt.Errorf("bad port %q: %w", portStr, errdefs.ErrInvalidArgument)
+			}
+			return dial(ctx, host, port)
+		},
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     30 * time.Second,
+		// Streams (process output, watchers) are long-lived: no overall
+		// timeout here, the caller's context bounds each request.
+		ResponseHeaderTimeout: 0,
+		DisableCompression:    true,
+	}
+}
+
+// agentURL is the Transport URL of a path on a sandbox's agent.
+func (m *Manager) agentURL(id, path string) string {
+	return fmt.Sprintf("http://%s:%d%s", id, m.cfg.AgentPort, path)
+}
+
+// initBody is envd's /init request.
+type initBody struct {
+	EnvVars map[string]string `json:"envVars,omitempty"`
+	// AccessToken is always sent: an empty one clears the token a restored
+	// image carried over from its source.
+	AccessToken    string    `json:"accessToken"`
+	Timestamp      time.Time `json:"timestamp"`
+	DefaultUser    string    `json:"defaultUser,omitempty"`
+	DefaultWorkdir string    `json:"defaultWorkdir,omitempty"`
+}
+
+// initAgent waits for the sandbox's agent to answer, then hands it the
+// sandbox's env vars and access token. oldToken is the token the agent
+// already holds (a restored image remembers its source's): /init must carry
+// it to be accepted. Retries are quick: the agent is normally up within a
+// few tens of milliseconds of the sandbox starting.
+func (m *Manager) initAgent(ctx context.Context, rec *store.Sandbox, oldToken string) error {
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.AgentWait)
+	defer cancel()
+	body, _ := json.Marshal(initBody{
+		EnvVars: rec.EnvVars, AccessToken: rec.EnvdAccessToken, Timestamp: m.now().UTC(),
+	})
+	delay := 2 * time.Millisecond
+	for {
+		err := m.postInit(ctx, rec.ID, body, oldToken)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("agent of %s did not answer: %v: %w", rec.ID, err, errdefs.ErrUnavailable)
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 50*time.Millisecond)
+	}
+}
+
+func (m *Manager) postInit(ctx context.Context, id string, body []byte, token string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.agentURL(id, "/init"), bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("X-Access-Token", token)
+	}
+	resp, err := m.agentHTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("agent /init: %s", resp.Status)
+	}
+	return nil
+}

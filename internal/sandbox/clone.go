@@ -1,0 +1,170 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/store"
+)
+
+// CloneOptions tune Clone.
+type CloneOptions struct {
+	// Count is how many copies to make (1..Config.MaxClones).
+	Count int
+	// Strict makes the call all-or-nothing: if any copy fails, the ones made
+	// are killed and the call fails.
+	Strict bool
+	// Timeout is the copies' TTL; zero inherits the running source's, or the
+	// default for a paused source.
+	Timeout time.Duration
+}
+
+// CloneResult reports a Clone: Sandboxes[i] is nil where Errors[i] says why
+// copy i failed.
+type CloneResult struct {
+	Sandboxes  []*Sandbox
+	Errors     []error
+	SnapshotID string
+}
+
+// Clone makes Count isolated running copies of a sandbox: one snapshot
+// (a running source is frozen only for its checkpoint; a paused one stays
+// paused), then Count restores with bounded concurrency. Copies inherit the
+// source's files, memory, metadata and auto-resume, not its auto-pause. The
+// generated snapshot is temporary: it goes when the source and every copy
+// are gone.
+func (m *Manager) Clone(ctx context.Context, id string, o CloneOptions) (*CloneResult, error) {
+	if o.Count < 1 || o.Count > m.cfg.MaxClones {
+		return nil, fmt.Errorf("count must be between 1 and %d: %w", m.cfg.MaxClones, errdefs.ErrInvalidArgument)
+	}
+	src, err := m.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	ttl, err := m.cloneTTL(src, o.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := m.Snapshot(ctx, id, SnapshotOptions{Temporary: true, Origin: "clone"})
+	if err != nil {
+		return nil, err
+	}
+	ctx = context.WithoutCancel(ctx)
+	res := m.restoreCopies(ctx, src.Sandbox, snap, o.Count, ttl)
+	if o.Strict && res.failed() > 0 {
+		m.killAll(ctx, res.Sandboxes)
+		m.dropSnapshot(ctx, snap)
+		return nil, fmt.Errorf("%d of %d clones failed (strict): %w", res.failed(), o.Count, res.firstError())
+	}
+	if res.failed() == o.Count {
+		m.dropSnapshot(ctx, snap)
+	}
+	return res, nil
+}
+
+// cloneTTL picks the copies' timeout: the caller's, else what remains of a
+// running source's, else the default.
+func (m *Manager) cloneTTL(src *Sandbox, d time.Duration) (time.Duration, error) {
+	if d != 0 {
+		return m.ttl(d)
+	}
+	if src.State == StateRunning {
+		if left := src.EndAt.Sub(m.now()); left > time.Second {
+			return left, nil
+		}
+	}
+	return m.cfg.DefaultTimeout, nil
+}
+
+func (r *CloneResult) failed() int {
+	n := 0
+	for _, e := range r.Errors {
+		if e != nil {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *CloneResult) firstError() error {
+	for _, e := range r.Errors {
+		if e != nil {
+			return e
+		}
+	}
+	return errdefs.ErrInternal
+}
+
+// restoreCopies starts count sandboxes from snap with bounded concurrency.
+func (m *Manager) restoreCopies(ctx context.Context, src store.Sandbox, snap *store.Template, count int, ttl time.Duration) *CloneResult {
+	res := &CloneResult{Sandboxes: make([]*Sandbox, count), Errors: make([]error, count), SnapshotID: snap.ID}
+	sem := make(chan struct{}, m.cfg.CloneConcurrency)
+	var wg sync.WaitGroup
+	for i := range count {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			res.Sandboxes[i], res.Errors[i] = m.restoreCopy(ctx, src, snap, ttl)
+		}()
+	}
+	wg.Wait()
+	return res
+}
+
+// restoreCopy starts one copy of src from snap.
+func (m *Manager) restoreCopy(ctx context.Context, src store.Sandbox, snap *store.Template, ttl time.Duration) (*Sandbox, error) {
+	rec := m.copyRecord(src, snap, ttl)
+	e, err := m.register(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.restore(ctx, rec, snap.ImageDir, src.EnvdAccessToken); err != nil {
+		m.release(ctx, e, StateKilled, func(e *entry) { e.rec.Error = err.Error() })
+		return nil, err
+	}
+	m.release(ctx, e, StateRunning, func(e *entry) {
+		e.rec.StartedAt = m.now()
+		e.rec.EndAt = e.rec.StartedAt.Add(ttl)
+	})
+	return m.Get(ctx, rec.ID)
+}
+
+// copyRecord derives a clone's record from its source.
+func (m *Manager) copyRecord(src store.Sandbox, snap *store.Template, ttl time.Duration) store.Sandbox {
+	now := m.now()
+	rec := src
+	rec.ID = newID()
+	rec.TemplateID = snap.ID
+	rec.Metadata, rec.EnvVars = cloneMap(src.Metadata), cloneMap(src.EnvVars)
+	rec.AutoPause = false
+	rec.StartedAt, rec.EndAt = now, now.Add(ttl)
+	rec.ParentID, rec.Origin = snap.ID, "clone"
+	rec.ImageDir, rec.Error, rec.Rollbacks = "", "", nil
+	if rec.Secure {
+		rec.EnvdAccessToken, rec.TrafficAccessToken = newToken(), newToken()
+	}
+	return rec
+}
+
+func (m *Manager) killAll(ctx context.Context, sbs []*Sandbox) {
+	for _, sb := range sbs {
+		if sb != nil {
+			if err := m.Kill(ctx, sb.ID); err != nil && !errdefs.IsNotFound(err) {
+				m.log.Error("undo clone", "sandbox", sb.ID, "err", err)
+			}
+		}
+	}
+}
+
+// dropSnapshot removes the snapshot of a clone operation that produced no
+// clone: its source alone does not keep it.
+func (m *Manager) dropSnapshot(ctx context.Context, snap *store.Template) {
+	if err := m.removeSnapshot(ctx, snap); err != nil {
+		m.log.Error("remove clone snapshot", "snapshot", snap.ID, "err", err)
+	}
+}

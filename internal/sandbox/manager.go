@@ -1,0 +1,235 @@
+// Package sandbox is forkbox's core: the Manager owns every sandbox's
+// lifecycle (the transition table in states.go), drives the runtime through
+// its interface, persists records in the store, and expires sandboxes by TTL.
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/runtime"
+	"github.com/forkbox/forkbox/internal/store"
+)
+
+// Default values for Config fields left zero.
+const (
+	DefaultTimeout       = 300 * time.Second
+	DefaultMaxTimeout    = 24 * time.Hour
+	DefaultSweepInterval = time.Second
+	DefaultAgentPort     = 49983
+	DefaultEnvdVersion   = "0.6.4"
+	DefaultAgentWait     = 20 * time.Second
+)
+
+// Config configures a Manager. Runtime and Store are required.
+type Config struct {
+	Runtime runtime.Runtime
+	Store   *store.Store
+	Logger  *slog.Logger
+	// Now is the clock; nil means time.Now. Tests run under testing/synctest.
+	Now func() time.Time
+	// DefaultTimeout is a sandbox's TTL when the request names none.
+	DefaultTimeout time.Duration
+	// MaxTimeout bounds every requested TTL.
+	MaxTimeout time.Duration
+	// SweepInterval is how often the evictor looks for expired sandboxes.
+	SweepInterval time.Duration
+	// AgentArgs is the first process of every sandbox (the forkbox agent).
+	AgentArgs []string
+	// AgentPort is the agent's envd port inside the sandbox.
+	AgentPort int
+	// AgentWait bounds how long Create waits for the agent to answer.
+	AgentWait time.Duration
+	// EnvdVersion is reported to clients; SDKs gate features on it.
+	EnvdVersion string
+	// ClientID is reported as the sandboxes' clientID (the host's name).
+	ClientID string
+	// ImageDir is where pause images and snapshots are written
+	// (ImageDir/paused/<sandbox>, ImageDir/snapshots/<snapshot>).
+	ImageDir string
+	// CloneConcurrency bounds parallel restores of one clone operation.
+	CloneConcurrency int
+	// MaxClones caps count of one fork/clone (the per-host quota).
+	MaxClones int
+}
+
+// Manager owns the sandboxes of this host. It is safe for concurrent use.
+type Manager struct {
+	cfg Config
+	log *slog.Logger
+	rt  runtime.Runtime
+	st  *store.Store
+	now func() time.Time
+
+	// agentHTTP reaches agents through the runtime (see agentTransport).
+	agentHTTP *http.Client
+
+	mu sync.Mutex
+	// boxes holds every sandbox not yet killed. mu guards the map and every
+	// entry's state; an entry's record is only written by the operation
+	// holding the entry's claim (a transient state).
+	boxes map[string]*entry
+
+	// evictSem bounds concurrent evictions.
+	evictSem chan struct{}
+}
+
+// entry is the in-memory view of one sandbox.
+type entry struct {
+	rec   store.Sandbox // persisted fields; rec.State mirrors state
+	state State
+	// done is closed when the operation holding the claim finishes, so
+	// callers that must wait (connect during pause) can.
+	done chan struct{}
+	// lastCPU is the previous CPU reading for metrics' percentages.
+	lastCPU     time.Duration
+	lastCPUTime time.Time
+}
+
+// New returns a Manager; call Recover before serving, then Run.
+func New(cfg Config) (*Manager, error) {
+	if cfg.Runtime == nil || cfg.Store == nil {
+		return nil, fmt.Errorf("sandbox manager needs a runtime and a store: %w", errdefs.ErrInvalidArgument)
+	}
+	setDefaults(&cfg)
+	m := &Manager{
+		cfg:   cfg,
+		log:   cfg.Logger,
+		rt:    cfg.Runtime,
+		st:    cfg.Store,
+		now:   cfg.Now,
+		boxes: map[string]*entry{},
+
+		evictSem: make(chan struct{}, maxConcurrentEvictions),
+	}
+	m.agentHTTP = &http.Client{Transport: newTransport(m.rt.Dial)}
+	return m, nil
+}
+
+func setDefaults(cfg *Config) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.DefaultTimeout <= 0 {
+		cfg.DefaultTimeout = DefaultTimeout
+	}
+	if cfg.MaxTimeout <= 0 {
+		cfg.MaxTimeout = DefaultMaxTimeout
+	}
+	if cfg.SweepInterval <= 0 {
+		cfg.SweepInterval = DefaultSweepInterval
+	}
+	if cfg.AgentPort == 0 {
+		cfg.AgentPort = DefaultAgentPort
+	}
+	if cfg.AgentWait <= 0 {
+		cfg.AgentWait = DefaultAgentWait
+	}
+	if cfg.EnvdVersion == "" {
+		cfg.EnvdVersion = DefaultEnvdVersion
+	}
+	if cfg.CloneConcurrency <= 0 {
+		cfg.CloneConcurrency = 4
+	}
+	if cfg.MaxClones <= 0 {
+		cfg.MaxClones = 100
+	}
+	if cfg.ClientID == "" {
+		cfg.ClientID = "forkbox"
+	}
+}
+
+// Sandbox is a snapshot of one sandbox's record and state, safe to keep.
+type Sandbox struct {
+	store.Sandbox
+	// State is the precise lifecycle state (store.Sandbox.State mirrors it).
+	State State
+}
+
+func (e *entry) view() *Sandbox {
+	rec := e.rec
+	rec.Metadata = cloneMap(e.rec.Metadata)
+	rec.EnvVars = cloneMap(e.rec.EnvVars)
+	rec.State = string(e.state)
+	return &Sandbox{Sandbox: rec, State: e.state}
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Get returns a live sandbox. Killed or unknown sandboxes are ErrNotFound.
+func (m *Manager) Get(ctx context.Context, id string) (*Sandbox, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.boxes[id]
+	if !ok {
+		return nil, fmt.Errorf("sandbox %q: %w", id, errdefs.ErrNotFound)
+	}
+	return e.view(), nil
+}
+
+// ListFilter selects sandboxes for List.
+type ListFilter struct {
+	// States keeps sandboxes whose public state ("running", "paused") is listed.
+	States []string
+	// Metadata keeps sandboxes whose metadata holds every pair.
+	Metadata map[string]string
+	// Limit caps the page (0: no cap); NextToken continues a listing.
+	Limit     int
+	NextToken string
+}
+
+// List returns live sandboxes in creation order and the next page's token.
+func (m *Manager) List(ctx context.Context, f ListFilter) ([]*Sandbox, string, error) {
+	var states []string
+	for _, s := range f.States {
+		switch s {
+		case "running":
+			states = append(states, string(StateCreating), string(StateRunning), string(StateSnapshotting))
+		case "paused":
+			states = append(states, string(StatePausing), string(StatePaused), string(StateResuming))
+		default:
+			return nil, "", fmt.Errorf("unknown state %q: %w", s, errdefs.ErrInvalidArgument)
+		}
+	}
+	if len(states) == 0 {
+		states = liveStates()
+	}
+	recs, next, err := m.st.ListSandboxes(ctx, store.SandboxFilter{
+		States: states, Metadata: f.Metadata, Limit: f.Limit, NextToken: f.NextToken,
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]*Sandbox, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, &Sandbox{Sandbox: *r, State: State(r.State)})
+	}
+	return out, next, nil
+}
+
+func liveStates() []string {
+	var out []string
+	for s := range transitions {
+		if s.Live() {
+			out = append(out, string(s))
+		}
+	}
+	return out
+}

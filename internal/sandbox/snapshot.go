@@ -1,0 +1,120 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/store"
+)
+
+// SnapshotOptions tune Snapshot.
+type SnapshotOptions struct {
+	// Name is an optional alias the snapshot can be created from.
+	Name string
+	// TTL, when > 0, lets the collector delete the snapshot once it is
+	// unused and older than TTL.
+	TTL time.Duration
+	// Temporary snapshots (made for a clone) are removed automatically when
+	// their last user is gone.
+	Temporary bool
+	// Origin records the operation that made it ("snapshot", "clone").
+	Origin string
+}
+
+func (m *Manager) snapshotDir(id string) string {
+	return filepath.Join(m.cfg.ImageDir, "snapshots", id)
+}
+
+// Snapshot captures a sandbox's whole state as a template that new sandboxes
+// can start from. A running sandbox is frozen only while its memory is
+// written and keeps running; a paused one stays paused (its pause image is
+// shared, not copied).
+func (m *Manager) Snapshot(ctx context.Context, id string, o SnapshotOptions) (*store.Template, error) {
+	if _, err := m.checkpointer(); err != nil {
+		return nil, err
+	}
+	if o.Name != "" {
+		if _, err := m.st.GetTemplate(ctx, o.Name); err == nil {
+			return nil, fmt.Errorf("name %q is taken: %w", o.Name, errdefs.ErrAlreadyExists)
+		}
+	}
+	e, prev, err := m.claim(ctx, id, StateSnapshotting, StateRunning, StatePaused)
+	if err != nil {
+		return nil, err
+	}
+	ctx = context.WithoutCancel(ctx)
+	snapID := newID()
+	dir := m.snapshotDir(snapID)
+	err = m.captureImage(ctx, e, prev, dir)
+	m.release(ctx, e, prev, nil)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("snapshot %s: %w", id, err)
+	}
+	tpl, err := m.recordSnapshot(ctx, e.rec, snapID, dir, o)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	m.log.Info("snapshot taken", "sandbox", id, "snapshot", snapID)
+	return tpl, nil
+}
+
+// captureImage writes the state of a claimed sandbox into dir: a live
+// checkpoint when it was running, hard links to its pause image when paused.
+func (m *Manager) captureImage(ctx context.Context, e *entry, prev State, dir string) error {
+	if prev == StatePaused {
+		return linkTree(e.rec.ImageDir, dir)
+	}
+	return m.checkpointTo(ctx, e.rec.ID, dir, true)
+}
+
+func (m *Manager) recordSnapshot(ctx context.Context, src store.Sandbox, snapID, dir string, o SnapshotOptions) (*store.Template, error) {
+	origin := o.Origin
+	if origin == "" {
+		origin = "snapshot"
+	}
+	tpl := &store.Template{
+		ID: snapID, Kind: store.KindSnapshot, RootFS: src.RootFS,
+		CPUCount: src.CPUCount, MemoryMB: src.MemoryMB, DiskSizeMB: src.DiskSizeMB,
+		ImageDir: dir, SourceSandboxID: src.ID, ParentID: src.ID, Origin: origin,
+		CreatedAt: m.now().UTC(), Temporary: o.Temporary,
+	}
+	if o.Name != "" {
+		tpl.Aliases = []string{o.Name}
+	}
+	if o.TTL > 0 {
+		tpl.ExpiresAt = tpl.CreatedAt.Add(o.TTL)
+	}
+	if err := m.st.PutTemplate(ctx, tpl); err != nil {
+		return nil, err
+	}
+	return tpl, nil
+}
+
+// removeAll removes a directory tree; a failure only leaks disk space,
+// which is logged by the collector's next pass, so it is ignored here.
+func removeAll(dir string) { os.RemoveAll(dir) }
+
+// linkTree recreates src's files in dst as hard links: images are never
+// modified after they are written, so sharing their blocks is safe and free.
+func linkTree(src, dst string) error {
+	if src == "" {
+		return fmt.Errorf("paused sandbox has no image: %w", errdefs.ErrInternal)
+	}
+	return filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if info.IsDir() {
+			return os.MkdirAll(target, 0o700)
+		}
+		return os.Link(p, target)
+	})
+}

@@ -1,0 +1,92 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+)
+
+// metrics is GET /sandboxes/{id}/metrics: the current reading as a
+// one-element array (empty while the sandbox is not running). The start
+// and end query parameters are accepted; forkbox keeps no history yet.
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
+	out, err := s.readMetrics(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// readMetrics returns a sandbox's readings in the wire shape.
+func (s *Server) readMetrics(ctx context.Context, id string) ([]metricJSON, error) {
+	sb, err := s.mgr.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := []metricJSON{}
+	if sb.State.Public() != "running" {
+		return out, nil
+	}
+	ms, err := s.mgr.Metrics(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range ms {
+		out = append(out, toMetric(m))
+	}
+	return out, nil
+}
+
+// maxMetricsIDs bounds GET /sandboxes/metrics?sandbox_ids=.
+const maxMetricsIDs = 100
+
+// metricsMany is GET /sandboxes/metrics?sandbox_ids=a,b: the latest
+// reading of each running sandbox named, as {sandboxes: {id: metric}}.
+// Unknown or stopped sandboxes are left out.
+func (s *Server) metricsMany(w http.ResponseWriter, r *http.Request) {
+	var ids []string
+	for _, v := range r.URL.Query()["sandbox_ids"] {
+		for id := range strings.SplitSeq(v, ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				ids = append(ids, id)
+			}
+		}
+	}
+	if len(ids) == 0 || len(ids) > maxMetricsIDs {
+		writeError(w, fmt.Errorf("sandbox_ids must name 1 to %d sandboxes: %w", maxMetricsIDs, errdefs.ErrInvalidArgument))
+		return
+	}
+	out := map[string]metricJSON{}
+	for _, id := range ids {
+		ms, err := s.readMetrics(r.Context(), id)
+		if err != nil || len(ms) == 0 {
+			continue
+		}
+		out[id] = ms[len(ms)-1]
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sandboxes": out})
+}
+
+// logsV1 is GET /sandboxes/{id}/logs: {logs, logEntries}. The agent's
+// log stream is not collected yet, so both are empty.
+func (s *Server) logsV1(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.mgr.Get(r.Context(), r.PathValue("id")); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string][]any{"logs": {}, "logEntries": {}})
+}
+
+// logsV2 is GET /v2/sandboxes/{id}/logs: {logs: [{timestamp, level,
+// message, fields}]}, empty for now.
+func (s *Server) logsV2(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.mgr.Get(r.Context(), r.PathValue("id")); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string][]any{"logs": {}})
+}

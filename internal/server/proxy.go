@@ -1,0 +1,269 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/sandbox"
+)
+
+// Routing headers the E2B SDKs send with every data-plane request when
+// E2B_SANDBOX_URL is set; they are stripped before forwarding.
+const (
+	SandboxIDHeader   = "E2b-Sandbox-Id"
+	SandboxPortHeader = "E2b-Sandbox-Port"
+)
+
+// target is where a data-plane request goes.
+type target struct {
+	id   string
+	port int // 0: the envd port
+}
+
+// dataPlaneTarget tells whether r is for the data plane and where it goes:
+// by the E2b-Sandbox-Id / E2b-Sandbox-Port headers, else by a Host of the
+// form <port>-<sandboxID>.<domain>. A data-plane request with a malformed
+// port has ok set and an ErrInvalidArgument.
+func dataPlaneTarget(r *http.Request) (t target, ok bool, err error) {
+	if id := strings.TrimSpace(r.Header.Get(SandboxIDHeader)); id != "" {
+		t.id = id
+		if p := strings.TrimSpace(r.Header.Get(SandboxPortHeader)); p != "" {
+			n, perr := strconv.Atoi(p)
+			if perr != nil || n < 1 || n > 65535 {
+				return t, true, fmt.Errorf("bad %s %q: %w", SandboxPortHeader, p, errdefs.ErrInvalidArgument)
+			}
+			t.port = n
+		}
+		return t, true, nil
+	}
+	t, ok = hostTarget(r.Host)
+	return t, ok, nil
+}
+
+// hostTarget parses a Host of the form <port>-<sandboxID>.<anything>.
+func hostTarget(host string) (target, bool) {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	label, rest, found := strings.Cut(host, ".")
+	if !found || rest == "" {
+		return target{}, false
+	}
+	portStr, id, found := strings.Cut(strings.ToLower(label), "-")
+	if !found || id == "" || !isAlnum(id) {
+		return target{}, false
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 1 || port > 65535 || portStr[0] == '0' {
+		return target{}, false
+	}
+	return target{id: id, port: port}, true
+}
+
+func isAlnum(s string) bool {
+	for _, c := range s {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// dataPlane forwards requests into sandboxes.
+type dataPlane struct {
+	s  *Server
+	rp *httputil.ReverseProxy
+}
+
+type targetKey struct{}
+
+func newDataPlane(s *Server) *dataPlane {
+	d := &dataPlane{s: s}
+	d.rp = &httputil.ReverseProxy{
+		Rewrite:   d.rewrite,
+		Transport: dialThroughManager(s.mgr),
+		// Stream every write at once: process output, watchers and code
+		// execution results are long-lived streams.
+		FlushInterval: -1,
+		ErrorHandler:  d.proxyError,
+	}
+	return d
+}
+
+// serve checks that t may be reached and forwards r to it.
+func (d *dataPlane) serve(w http.ResponseWriter, r *http.Request, t target) {
+	if t.port == 0 {
+		t.port = d.s.cfg.EnvdPort
+	}
+	if t.port == d.s.cfg.EnvdPort && isInitPath(r) {
+		writeStatus(w, http.StatusForbidden, "the agent's /init is not reachable from outside the sandbox")
+		return
+	}
+	sb, err := d.s.mgr.Get(r.Context(), t.id)
+	if err != nil {
+		d.fail(w, t, err)
+		return
+	}
+	if err := d.s.checkTrafficToken(r, sb, t.port); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := reachable(sb); err != nil {
+		if !wakesOnTraffic(sb) {
+			d.fail(w, t, err)
+			return
+		}
+		// Auto-resume: traffic for a paused sandbox resumes it (waiting
+		// for a pause in flight); the request then goes through.
+		if _, _, err := d.s.mgr.Connect(r.Context(), t.id, 0); err != nil {
+			d.failResume(w, t, err)
+			return
+		}
+	}
+	// Client-streaming calls over HTTP/1.1 read the body while answering.
+	http.NewResponseController(w).EnableFullDuplex()
+	d.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), targetKey{}, t)))
+}
+
+// dialThroughManager is the proxy's transport: the Manager's, dialling
+// through Manager.Dial, which refuses sandboxes that are not running
+// (ErrConflict) and resumes paused auto-resume ones, so a sandbox paused
+// between the proxy's check and the dial gets a clean answer.
+func dialThroughManager(mgr *sandbox.Manager) http.RoundTripper {
+	dial := func(ctx context.Context, _, addr string) (net.Conn, error) {
+		host, portStr, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		port, err := strconv.Atoi(portStr)
+		if err != nil {
+			return nil, fmt.Errorf("bad port %q: %w", portStr, errdefs.ErrInvalidArgument)
+		}
+		return mgr.Dial(ctx, host, port)
+	}
+	if base, ok := mgr.Transport().(*http.Transport); ok {
+		tr := base.Clone()
+		tr.DialContext = dial
+		return tr
+	}
+	return &http.Transport{DialContext: dial, MaxIdleConnsPerHost: 16, DisableCompression: true}
+}
+
+// wakesOnTraffic reports whether data-plane traffic resumes sb: it was
+// created with auto-resume and is paused or being paused or resumed.
+func wakesOnTraffic(sb *sandbox.Sandbox) bool {
+	return sb.AutoResume && sb.State.Public() == "paused"
+}
+
+// reachable answers whether the data plane may forward to sb now.
+func reachable(sb *sandbox.Sandbox) error {
+	switch sb.State {
+	case sandbox.StateRunning, sandbox.StateSnapshotting:
+		return nil
+	case sandbox.StateKilling, sandbox.StateKilled:
+		return fmt.Errorf("sandbox %s: %w", sb.ID, errdefs.ErrNotFound)
+	case sandbox.StatePausing, sandbox.StatePaused:
+		return fmt.Errorf("sandbox %s is paused: resume it (connect) before using it, or create it with autoResume: %w",
+			sb.ID, errdefs.ErrConflict)
+	default:
+		return fmt.Errorf("sandbox %s is %s, not running: retry once it is running: %w",
+			sb.ID, sb.State, errdefs.ErrConflict)
+	}
+}
+
+// isInitPath reports whether r names the agent's /init, however spelled.
+func isInitPath(r *http.Request) bool {
+	for _, p := range []string{r.URL.Path, r.URL.RawPath, r.URL.EscapedPath()} {
+		if p == "" {
+			continue
+		}
+		if strings.EqualFold(strings.TrimSuffix(path.Clean("/"+p), "/"), "/init") {
+			return true
+		}
+		if strings.Contains(strings.ToLower(p), "%2f") || strings.Contains(p, "\\") {
+			return true // encoded separators: never legitimate towards envd's /init
+		}
+	}
+	return false
+}
+
+// rewrite points the outgoing request at the sandbox's port.
+func (d *dataPlane) rewrite(pr *httputil.ProxyRequest) {
+	t, _ := pr.In.Context().Value(targetKey{}).(target)
+	pr.Out.URL.Scheme = "http"
+	pr.Out.URL.Host = net.JoinHostPort(t.id, strconv.Itoa(t.port))
+	pr.Out.Host = pr.In.Host
+	pr.SetXForwarded()
+	for _, h := range []string{SandboxIDHeader, SandboxPortHeader, TrafficTokenHeader} {
+		pr.Out.Header.Del(h)
+	}
+}
+
+// proxyError answers a failure to reach the sandbox (dial or round trip).
+func (d *dataPlane) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	t, _ := r.Context().Value(targetKey{}).(target)
+	if r.Context().Err() != nil {
+		d.s.log.Debug("data plane request cancelled", "sandbox", t.id, "port", t.port, "err", err)
+		return
+	}
+	d.s.log.Info("data plane cannot reach sandbox", "sandbox", t.id, "port", t.port, "err", err)
+	d.fail(w, t, err)
+}
+
+// failResume answers an auto-resume that did not succeed.
+func (d *dataPlane) failResume(w http.ResponseWriter, t target, err error) {
+	d.s.log.Info("data plane could not resume sandbox", "sandbox", t.id, "err", err)
+	switch {
+	case errors.Is(err, errdefs.ErrNotFound), errors.Is(err, errdefs.ErrConflict):
+		d.fail(w, t, err)
+	default:
+		status, msg := errdefs.HTTPStatus(err), "sandbox "+t.id+" could not be resumed"
+		if status == http.StatusInternalServerError {
+			status = http.StatusServiceUnavailable
+		} else {
+			msg += ": " + err.Error()
+		}
+		writeStatus(w, status, msg)
+	}
+}
+
+// notFoundBody is E2B's data-plane answer for a sandbox that is gone.
+type notFoundBody struct {
+	Message   string `json:"message"`
+	SandboxID string `json:"sandboxId"`
+	Code      int    `json:"code"`
+}
+
+// portClosedBody answers a port nothing listens on.
+type portClosedBody struct {
+	Message   string `json:"message"`
+	SandboxID string `json:"sandboxId"`
+	Port      int    `json:"port"`
+	Code      int    `json:"code"`
+}
+
+// fail answers a data-plane error: a gone sandbox is a 502 with E2B's
+// body, a sandbox that is not running a 409, a dial failure a 502.
+func (d *dataPlane) fail(w http.ResponseWriter, t target, err error) {
+	switch {
+	case errors.Is(err, errdefs.ErrNotFound):
+		writeJSON(w, http.StatusBadGateway, notFoundBody{
+			Message: "The sandbox was not found", SandboxID: t.id, Code: http.StatusBadGateway,
+		})
+	case errors.Is(err, errdefs.ErrConflict), errors.Is(err, errdefs.ErrInvalidArgument):
+		writeError(w, err)
+	default:
+		writeJSON(w, http.StatusBadGateway, portClosedBody{
+			Message:   fmt.Sprintf("The sandbox is running but port %d is not reachable", t.port),
+			SandboxID: t.id, Port: t.port, Code: http.StatusBadGateway,
+		})
+	}
+}

@@ -1,0 +1,184 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/sandbox"
+)
+
+// createBody is the NewSandbox / NewSandboxV2 request, plus forkbox's
+// cpuCount and memoryMB. Fields E2B defines that forkbox does not use yet
+// (mcp, iam, volumeMounts, autoPauseMemory) are accepted and ignored.
+type createBody struct {
+	TemplateID          string            `json:"templateID"`
+	Timeout             *int64            `json:"timeout"`
+	AutoPause           bool              `json:"autoPause"`
+	AutoResume          autoResume        `json:"autoResume"`
+	Secure              bool              `json:"secure"`
+	AllowInternetAccess *bool             `json:"allow_internet_access"`
+	Network             *networkBody      `json:"network"`
+	Metadata            map[string]string `json:"metadata"`
+	EnvVars             map[string]string `json:"envVars"`
+	CPUCount            int               `json:"cpuCount"`
+	MemoryMB            int               `json:"memoryMB"`
+}
+
+// networkBody is the part of SandboxNetworkConfig forkbox understands.
+type networkBody struct {
+	AllowPublicTraffic *bool    `json:"allowPublicTraffic"`
+	AllowOut           []string `json:"allowOut"`
+	DenyOut            []string `json:"denyOut"`
+}
+
+// autoResume accepts E2B's {"enabled": bool} and a plain bool.
+type autoResume struct{ Enabled bool }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (a *autoResume) UnmarshalJSON(data []byte) error {
+	data = bytes.TrimSpace(data)
+	if bytes.Equal(data, []byte("null")) {
+		return nil
+	}
+	if len(data) > 0 && data[0] != '{' {
+		return json.Unmarshal(data, &a.Enabled)
+	}
+	var obj struct {
+		Enabled bool `json:"enabled"`
+	}
+	if err := json.Unmarshal(data, &obj); err != nil {
+		return err
+	}
+	a.Enabled = obj.Enabled
+	return nil
+}
+
+// seconds validates a duration in seconds from a request field.
+func seconds(field string, v int64) (time.Duration, error) {
+	if v < 0 {
+		return 0, fmt.Errorf("%s must not be negative: %w", field, errdefs.ErrInvalidArgument)
+	}
+	if v > int64(365*24*time.Hour/time.Second) {
+		return 0, fmt.Errorf("%s is too large: %w", field, errdefs.ErrInvalidArgument)
+	}
+	return time.Duration(v) * time.Second, nil
+}
+
+// optionalSeconds validates an optional duration field; absent means 0
+// (the Manager's default).
+func optionalSeconds(field string, v *int64) (time.Duration, error) {
+	if v == nil {
+		return 0, nil
+	}
+	return seconds(field, *v)
+}
+
+// request converts the body into the Manager's request. alwaysSecure is
+// the v2 create's rule: every sandbox's envd access is secured.
+func (b *createBody) request(alwaysSecure bool) (sandbox.CreateRequest, error) {
+	if b.TemplateID == "" {
+		return sandbox.CreateRequest{}, fmt.Errorf("templateID is required: %w", errdefs.ErrInvalidArgument)
+	}
+	if b.CPUCount < 0 || b.MemoryMB < 0 {
+		return sandbox.CreateRequest{}, fmt.Errorf("cpuCount and memoryMB must not be negative: %w", errdefs.ErrInvalidArgument)
+	}
+	req := sandbox.CreateRequest{
+		TemplateID: b.TemplateID, AutoPause: b.AutoPause, AutoResume: b.AutoResume.Enabled,
+		Secure: b.Secure || alwaysSecure || b.privateTraffic(), AllowInternet: b.allowInternet(),
+		Metadata: b.Metadata, EnvVars: b.EnvVars, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
+	}
+	if b.Timeout != nil {
+		d, err := seconds("timeout", *b.Timeout)
+		if err != nil {
+			return sandbox.CreateRequest{}, err
+		}
+		req.Timeout = d
+	}
+	return req, nil
+}
+
+// privateTraffic reports whether the sandbox's ports must require the
+// traffic access token (network.allowPublicTraffic = false).
+func (b *createBody) privateTraffic() bool {
+	return b.Network != nil && b.Network.AllowPublicTraffic != nil && !*b.Network.AllowPublicTraffic
+}
+
+// allowInternet resolves allow_internet_access, falling back to a network
+// config that denies all egress (denyOut 0.0.0.0/0 with no allowOut).
+func (b *createBody) allowInternet() *bool {
+	if b.AllowInternetAccess != nil {
+		return b.AllowInternetAccess
+	}
+	if b.Network != nil && len(b.Network.AllowOut) == 0 && slices.Contains(b.Network.DenyOut, "0.0.0.0/0") {
+		f := false
+		return &f
+	}
+	return nil
+}
+
+// timeoutBody is the body of timeout, connect and resume.
+type timeoutBody struct {
+	Timeout *int64 `json:"timeout"`
+}
+
+// refreshBody is the body of refreshes.
+type refreshBody struct {
+	Duration *int64 `json:"duration"`
+}
+
+// resumeBody is the deprecated resume's ResumedSandbox request. autoPause
+// is accepted; forkbox keeps the sandbox's own setting.
+type resumeBody struct {
+	Timeout   *int64 `json:"timeout"`
+	AutoPause *bool  `json:"autoPause"`
+}
+
+// pauseBody is SandboxPauseRequest. forkbox always keeps memory: memory =
+// false is accepted and a full snapshot is taken anyway.
+type pauseBody struct {
+	Memory *bool `json:"memory"`
+}
+
+// snapshotBody is SandboxSnapshotRequest plus forkbox's ttl (seconds,
+// 0 or absent: kept until deleted).
+type snapshotBody struct {
+	Name string `json:"name"`
+	TTL  *int64 `json:"ttl"`
+}
+
+// forkBody is SandboxForkRequest. Absent count means 1; absent or zero
+// timeout inherits the source's remaining time (default for a paused one).
+type forkBody struct {
+	Count   *int   `json:"count"`
+	Timeout *int64 `json:"timeout"`
+}
+
+// cloneBody is Novita's clone request (nodeID is accepted and ignored).
+type cloneBody struct {
+	Count   *int   `json:"count"`
+	Strict  bool   `json:"strict"`
+	Timeout *int64 `json:"timeout"`
+}
+
+// rollbackBody is CubeSandbox's rollback request.
+type rollbackBody struct {
+	SnapshotID string `json:"snapshotID"`
+}
+
+// maxForkCount is the spec's bound on fork and clone counts.
+const maxForkCount = 100
+
+// forkCount validates a fork or clone count: absent means 1.
+func forkCount(n *int) (int, error) {
+	if n == nil {
+		return 1, nil
+	}
+	if *n < 1 || *n > maxForkCount {
+		return 0, fmt.Errorf("count must be between 1 and %d: %w", maxForkCount, errdefs.ErrInvalidArgument)
+	}
+	return *n, nil
+}

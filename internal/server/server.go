@@ -1,0 +1,102 @@
+// Package server is the daemon's HTTP edge: one listener serves the
+// E2B-compatible control API (REST, authenticated by API key) and the data
+// plane (a reverse proxy into sandboxes, routed by the E2b-Sandbox-Id header
+// or a <port>-<sandboxID>.<domain> host name). Errors from the core carry
+// internal/errdefs classes; this package alone turns them into statuses.
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/h2c"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/sandbox"
+	"github.com/forkbox/forkbox/internal/store"
+)
+
+// Default ports of the services E2B clients reach inside a sandbox.
+const (
+	// DefaultEnvdPort is the agent's (envd's) port.
+	DefaultEnvdPort = 49983
+	// CodeInterpreterPort is the code interpreter's port.
+	CodeInterpreterPort = 49999
+)
+
+// Config configures a Server. Manager and Store are required.
+type Config struct {
+	// Manager owns the sandboxes the API acts on.
+	Manager *sandbox.Manager
+	// Store holds the API keys the control API accepts.
+	Store *store.Store
+	// Logger receives one line per request; nil means slog.Default().
+	Logger *slog.Logger
+	// Domain is the base domain of sandbox host names (<port>-<id>.<Domain>).
+	// Empty means none: create and connect answer domain: null, so SDKs keep
+	// using the sandbox URL they were configured with.
+	Domain string
+	// EnvdPort is the agent's port inside sandboxes (0: DefaultEnvdPort).
+	// Its /init route is never reachable through the proxy.
+	EnvdPort int
+	// TrafficTokenForSecure, when true, makes every secure sandbox's ports
+	// other than envd and the code interpreter require the header
+	// e2b-traffic-access-token. When false (E2B's behaviour) only sandboxes
+	// created with network.allowPublicTraffic = false require it.
+	TrafficTokenForSecure bool
+}
+
+// Server serves the control API and the data plane on one handler.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	mgr     *sandbox.Manager
+	st      *store.Store
+	api     http.Handler // control API: auth + mux
+	proxy   *dataPlane
+	handler http.Handler
+
+	// private records sandboxes created with allowPublicTraffic = false,
+	// whose non-envd ports require the traffic access token. It lives in
+	// memory until the store can hold the flag (see privateTraffic).
+	private sync.Map // sandbox id → struct{}
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) (*Server, error) {
+	if cfg.Manager == nil || cfg.Store == nil {
+		return nil, fmt.Errorf("server needs a manager and a store: %w", errdefs.ErrInvalidArgument)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.EnvdPort == 0 {
+		cfg.EnvdPort = DefaultEnvdPort
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, mgr: cfg.Manager, st: cfg.Store}
+	s.api = s.requireAPIKey(s.routes())
+	s.proxy = newDataPlane(s)
+	front := s.logRequests(s.recoverPanics(http.HandlerFunc(s.route)))
+	s.handler = h2c.NewHandler(front, &http2.Server{})
+	return s, nil
+}
+
+// Handler returns the daemon's whole HTTP handler: HTTP/1.1 and cleartext
+// HTTP/2 (h2c), control API and data plane.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// route sends data-plane requests to the proxy and the rest to the API.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	if t, ok, err := dataPlaneTarget(r); ok {
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		s.proxy.serve(w, r, t)
+		return
+	}
+	s.api.ServeHTTP(w, r)
+}

@@ -1,0 +1,211 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+)
+
+// Sandbox is the persisted record of one sandbox. The daemon's state machine
+// lives in internal/sandbox; this is only what it needs to survive a restart.
+type Sandbox struct {
+	ID         string `json:"id"`
+	TemplateID string `json:"templateID"`
+	Alias      string `json:"alias,omitempty"`
+	ClientID   string `json:"clientID"`
+	// State is one of the lifecycle states of internal/sandbox.
+	State       string            `json:"state"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+	EnvVars     map[string]string `json:"envVars,omitempty"`
+	CPUCount    int               `json:"cpuCount"`
+	MemoryMB    int               `json:"memoryMB"`
+	DiskSizeMB  int               `json:"diskSizeMB"`
+	EnvdVersion string            `json:"envdVersion"`
+	AutoPause   bool              `json:"autoPause"`
+	AutoResume  bool              `json:"autoResume"`
+	Secure      bool              `json:"secure"`
+	// AllowInternet lets the sandbox reach outside the host.
+	AllowInternet bool `json:"allowInternet"`
+	// EnvdAccessToken guards the data plane when Secure.
+	EnvdAccessToken    string    `json:"envdAccessToken,omitempty"`
+	TrafficAccessToken string    `json:"trafficAccessToken,omitempty"`
+	StartedAt          time.Time `json:"startedAt"`
+	EndAt              time.Time `json:"endAt"`
+	// ParentID is the sandbox or snapshot this one derives from ("" for a
+	// template), Origin the operation that made it (create, fork, clone,
+	// restore, rollback).
+	ParentID string `json:"parentID,omitempty"`
+	Origin   string `json:"origin,omitempty"`
+	// Rollbacks lists the in-place restores of this sandbox, oldest first.
+	Rollbacks []Rollback `json:"rollbacks,omitempty"`
+	// RootFS is the template root filesystem the sandbox runs on (kept here
+	// so it survives the deletion of the template or snapshot it came from).
+	RootFS string `json:"rootfs"`
+	// ImageDir holds the sandbox's pause image while it is paused.
+	ImageDir string `json:"imageDir,omitempty"`
+	// RuntimeName is the backend that runs the sandbox.
+	RuntimeName string `json:"runtime,omitempty"`
+	// Error records why a sandbox was marked dead, for diagnostics.
+	Error string `json:"error,omitempty"`
+}
+
+// Rollback records one in-place restore of a sandbox to a snapshot.
+type Rollback struct {
+	SnapshotID string    `json:"snapshotID"`
+	At         time.Time `json:"at"`
+}
+
+// PutSandbox inserts or replaces a sandbox record.
+func (s *Store) PutSandbox(ctx context.Context, sb *Sandbox) error {
+	data, err := json.Marshal(sb)
+	if err != nil {
+		return fmt.Errorf("encode sandbox: %w", err)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var seq int64
+	err = tx.QueryRowContext(ctx, `SELECT seq FROM sandboxes WHERE id = ?`, sb.ID).Scan(&seq)
+	if isNoRows(err) {
+		seq, err = nextSeq(ctx, tx, "sandboxes")
+	}
+	if err != nil {
+		return fmt.Errorf("sandbox seq: %w", err)
+	}
+	_, err = tx.ExecContext(ctx,
+		`INSERT INTO sandboxes(id, seq, state, template_id, end_at, data) VALUES(?,?,?,?,?,?)
+		 ON CONFLICT(id) DO UPDATE SET state=excluded.state, template_id=excluded.template_id,
+		   end_at=excluded.end_at, data=excluded.data`,
+		sb.ID, seq, sb.State, sb.TemplateID, sb.EndAt.UnixNano(), string(data))
+	if err != nil {
+		return fmt.Errorf("put sandbox %s: %w", sb.ID, err)
+	}
+	return tx.Commit()
+}
+
+// GetSandbox returns one sandbox record.
+func (s *Store) GetSandbox(ctx context.Context, id string) (*Sandbox, error) {
+	var data string
+	err := s.db.QueryRowContext(ctx, `SELECT data FROM sandboxes WHERE id = ?`, id).Scan(&data)
+	if isNoRows(err) {
+		return nil, notFound("sandbox", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get sandbox %s: %w", id, err)
+	}
+	return decodeSandbox(data)
+}
+
+// DeleteSandbox removes a sandbox record; a missing one is not an error.
+func (s *Store) DeleteSandbox(ctx context.Context, id string) error {
+	_, err := s.db.ExecContext(ctx, `DELETE FROM sandboxes WHERE id = ?`, id)
+	return err
+}
+
+func decodeSandbox(data string) (*Sandbox, error) {
+	var sb Sandbox
+	if err := json.Unmarshal([]byte(data), &sb); err != nil {
+		return nil, fmt.Errorf("decode sandbox: %w", err)
+	}
+	return &sb, nil
+}
+
+// SandboxFilter selects sandboxes for ListSandboxes. Zero values select all.
+type SandboxFilter struct {
+	// States keeps only sandboxes in one of these states.
+	States []string
+	// Metadata keeps only sandboxes whose metadata has every pair.
+	Metadata map[string]string
+	// Limit caps the page size (0: no cap).
+	Limit int
+	// NextToken continues a listing where the previous page ended.
+	NextToken string
+}
+
+// ListSandboxes returns sandboxes in creation order and the token of the next
+// page ("" on the last page).
+func (s *Store) ListSandboxes(ctx context.Context, f SandboxFilter) ([]*Sandbox, string, error) {
+	after, err := decodeToken(f.NextToken)
+	if err != nil {
+		return nil, "", err
+	}
+	q := `SELECT seq, data FROM sandboxes WHERE seq > ?`
+	args := []any{after}
+	if len(f.States) > 0 {
+		q += ` AND state IN (?` + strings.Repeat(",?", len(f.States)-1) + `)`
+		for _, st := range f.States {
+			args = append(args, st)
+		}
+	}
+	q += ` ORDER BY seq`
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list sandboxes: %w", err)
+	}
+	defer rows.Close()
+	return collectPage(rows, f)
+}
+
+func collectPage(rows *sql.Rows, f SandboxFilter) ([]*Sandbox, string, error) {
+	var out []*Sandbox
+	var lastSeq int64
+	for rows.Next() {
+		var seq int64
+		var data string
+		if err := rows.Scan(&seq, &data); err != nil {
+			return nil, "", err
+		}
+		sb, err := decodeSandbox(data)
+		if err != nil {
+			return nil, "", err
+		}
+		if !matchMetadata(sb.Metadata, f.Metadata) {
+			continue
+		}
+		if f.Limit > 0 && len(out) == f.Limit {
+			// There is at least one more match: the page is full.
+			return out, encodeToken(lastSeq), rows.Err()
+		}
+		out = append(out, sb)
+		lastSeq = seq
+	}
+	return out, "", rows.Err()
+}
+
+func matchMetadata(have, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Page tokens are opaque to clients; they hide a sequence number.
+func encodeToken(seq int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("s" + strconv.FormatInt(seq, 10)))
+}
+
+func decodeToken(tok string) (int64, error) {
+	if tok == "" {
+		return 0, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || len(raw) < 2 || raw[0] != 's' {
+		return 0, fmt.Errorf("bad nextToken: %w", errdefs.ErrInvalidArgument)
+	}
+	seq, err := strconv.ParseInt(string(raw[1:]), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("bad nextToken: %w", errdefs.ErrInvalidArgument)
+	}
+	return seq, nil
+}

@@ -1,0 +1,127 @@
+// Package store keeps forkbox's metadata (sandboxes, templates, API keys) in
+// an embedded SQLite database, so a restarted daemon knows every sandbox it
+// had. It stores records; it does not decide anything about them.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+)
+
+// Store is the metadata database. It is safe for concurrent use.
+type Store struct {
+	db *sql.DB
+}
+
+// Open opens (creating if needed) the database in dir and migrates it.
+func Open(ctx context.Context, dir string) (*Store, error) {
+	return OpenPath(ctx, filepath.Join(dir, "forkbox.db"))
+}
+
+// OpenPath opens the database file at path; ":memory:" gives a private
+// in-memory database for tests.
+func OpenPath(ctx context.Context, path string) (*Store, error) {
+	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(on)"
+	if path == ":memory:" {
+		dsn = "file::memory:?_pragma=foreign_keys(on)"
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	// One connection: SQLite serialises writers anyway, and a single
+	// connection makes every transaction see the previous one's writes
+	// (and keeps ":memory:" a single database).
+	db.SetMaxOpenConns(1)
+	s := &Store{db: db}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// migrations are applied in order; the index of the last applied one is kept
+// in PRAGMA user_version. Never edit an applied migration: append a new one.
+var migrations = []string{
+	`CREATE TABLE sandboxes (
+		id TEXT PRIMARY KEY,
+		seq INTEGER NOT NULL,
+		state TEXT NOT NULL,
+		template_id TEXT NOT NULL,
+		end_at INTEGER NOT NULL,
+		data TEXT NOT NULL
+	);
+	CREATE INDEX sandboxes_state ON sandboxes(state, seq);
+	CREATE TABLE templates (
+		id TEXT PRIMARY KEY,
+		seq INTEGER NOT NULL,
+		kind TEXT NOT NULL,
+		data TEXT NOT NULL
+	);
+	CREATE TABLE template_aliases (
+		alias TEXT PRIMARY KEY,
+		template_id TEXT NOT NULL REFERENCES templates(id) ON DELETE CASCADE
+	);
+	CREATE TABLE api_keys (
+		key_hash TEXT PRIMARY KEY,
+		name TEXT NOT NULL,
+		created_at INTEGER NOT NULL
+	);
+	CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);`,
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	var version int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("database schema %d is newer than this forkbox (%d): %w", version, len(migrations), errdefs.ErrInternal)
+	}
+	for i := version; i < len(migrations); i++ {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", i+1)); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nextSeq returns a monotonically increasing number, used to order listings
+// stably (creation order) independent of clocks.
+func nextSeq(ctx context.Context, tx *sql.Tx, name string) (int64, error) {
+	var v int64
+	err := tx.QueryRowContext(ctx,
+		`INSERT INTO counters(name, value) VALUES(?, 1)
+		 ON CONFLICT(name) DO UPDATE SET value = value + 1
+		 RETURNING value`, name).Scan(&v)
+	return v, err
+}
+
+func notFound(kind, id string) error {
+	return fmt.Errorf("%s %q: %w", kind, id, errdefs.ErrNotFound)
+}
+
+func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }

@@ -1,0 +1,138 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+)
+
+// Template kinds.
+const (
+	// KindTemplate is a template built from a root filesystem.
+	KindTemplate = "template"
+	// KindSnapshot is a captured sandbox state; usable wherever a template is.
+	KindSnapshot = "snapshot"
+)
+
+// Template is the persisted record of a template or a snapshot.
+type Template struct {
+	ID      string   `json:"id"`
+	Kind    string   `json:"kind"`
+	Aliases []string `json:"aliases,omitempty"`
+	// RootFS is the read-only root filesystem sandboxes of this template use.
+	RootFS   string `json:"rootfs"`
+	CPUCount int    `json:"cpuCount"`
+	MemoryMB int    `json:"memoryMB"`
+	// DiskSizeMB is reported to clients; the overlay lives in memory.
+	DiskSizeMB int `json:"diskSizeMB"`
+	// ImageDir holds a checkpoint image to restore from ("" for a cold boot).
+	ImageDir string `json:"imageDir,omitempty"`
+	// SourceSandboxID and ParentID record lineage for snapshots.
+	SourceSandboxID string    `json:"sourceSandboxID,omitempty"`
+	ParentID        string    `json:"parentID,omitempty"`
+	Origin          string    `json:"origin,omitempty"`
+	CreatedAt       time.Time `json:"createdAt"`
+	// ExpiresAt, when set, lets the collector delete an unused snapshot.
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+	// Temporary snapshots are removed when their last user is gone.
+	Temporary bool `json:"temporary,omitempty"`
+	// Version changes whenever the template's content is rebuilt.
+	Version string `json:"version,omitempty"`
+}
+
+// PutTemplate inserts or replaces a template and its aliases. An alias held
+// by another template is an ErrAlreadyExists.
+func (s *Store) PutTemplate(ctx context.Context, t *Template) error {
+	data, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	seq, err := nextSeq(ctx, tx, "templates")
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx,
+		`INSERT INTO templates(id, seq, kind, data) VALUES(?,?,?,?)
+		 ON CONFLICT(id) DO UPDATE SET kind=excluded.kind, data=excluded.data`,
+		t.ID, seq, t.Kind, string(data)); err != nil {
+		return fmt.Errorf("put template %s: %w", t.ID, err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM template_aliases WHERE template_id = ?`, t.ID); err != nil {
+		return err
+	}
+	for _, a := range t.Aliases {
+		var owner string
+		err := tx.QueryRowContext(ctx, `SELECT template_id FROM template_aliases WHERE alias = ?`, a).Scan(&owner)
+		if err == nil && owner != t.ID {
+			return fmt.Errorf("alias %q belongs to %s: %w", a, owner, errdefs.ErrAlreadyExists)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO template_aliases(alias, template_id) VALUES(?,?)`, a, t.ID); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// GetTemplate returns a template by id or alias.
+func (s *Store) GetTemplate(ctx context.Context, idOrAlias string) (*Template, error) {
+	var data string
+	err := s.db.QueryRowContext(ctx,
+		`SELECT data FROM templates WHERE id = ?
+		 UNION ALL
+		 SELECT t.data FROM templates t JOIN template_aliases a ON a.template_id = t.id WHERE a.alias = ?
+		 LIMIT 1`, idOrAlias, idOrAlias).Scan(&data)
+	if isNoRows(err) {
+		return nil, notFound("template", idOrAlias)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get template %s: %w", idOrAlias, err)
+	}
+	var t Template
+	if err := json.Unmarshal([]byte(data), &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// DeleteTemplate removes a template and its aliases.
+func (s *Store) DeleteTemplate(ctx context.Context, id string) error {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM templates WHERE id = ?`, id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return notFound("template", id)
+	}
+	return nil
+}
+
+// ListTemplates returns templates of a kind ("" for all) in creation order.
+func (s *Store) ListTemplates(ctx context.Context, kind string) ([]*Template, error) {
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT data FROM templates WHERE ? = '' OR kind = ? ORDER BY seq`, kind, kind)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*Template
+	for rows.Next() {
+		var data string
+		if err := rows.Scan(&data); err != nil {
+			return nil, err
+		}
+		var t Template
+		if err := json.Unmarshal([]byte(data), &t); err != nil {
+			return nil, err
+		}
+		out = append(out, &t)
+	}
+	return out, rows.Err()
+}

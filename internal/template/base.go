@@ -1,0 +1,168 @@
+// Package template builds and caches forkbox's templates. The base template
+// is a Debian bookworm root filesystem made with debootstrap from the host's
+// configured Debian mirror, with the forkbox agent installed; it is built
+// once, cached in the data dir and shared read-only by every sandbox.
+package template
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/store"
+)
+
+// BaseID is the id of the base template; BaseAliases are the other names it
+// answers to until dedicated templates exist.
+const BaseID = "base"
+
+// BaseAliases are extra names of the base template.
+var BaseAliases = []string{"code-interpreter-v1"}
+
+// BasePackages are installed on top of debootstrap's minbase variant.
+var BasePackages = []string{
+	"python3", "bash", "coreutils", "procps", "ca-certificates", "curl", "git", "sudo",
+	"iproute2", "less",
+}
+
+// baseVersion changes whenever the recipe below changes, so a cached rootfs
+// built from an older recipe is rebuilt.
+const baseVersion = "bookworm-1"
+
+// Options configure EnsureBase.
+type Options struct {
+	// TemplateDir holds the templates (the base one in TemplateDir/base).
+	TemplateDir string
+	// Mirror is the Debian mirror URL; empty reads the host's apt sources.
+	Mirror string
+	// Suite is the Debian release (default bookworm).
+	Suite string
+	// AgentPath is the forkbox-agent binary to install into the rootfs.
+	AgentPath string
+	// Progress receives human-readable progress lines (may be nil).
+	Progress io.Writer
+	Logger   *slog.Logger
+}
+
+// AgentInRootFS is where the agent lives inside every template.
+const AgentInRootFS = "/usr/local/bin/forkbox-agent"
+
+// EnsureBase returns the base template, building its rootfs if it is not
+// cached yet and refreshing the agent binary in it when that changed.
+func EnsureBase(ctx context.Context, opts Options) (*store.Template, error) {
+	fillDefaults(&opts)
+	dir := filepath.Join(opts.TemplateDir, BaseID)
+	rootfs := filepath.Join(dir, "rootfs")
+	if !complete(dir) {
+		if err := buildBase(ctx, opts, dir); err != nil {
+			return nil, err
+		}
+	}
+	changed, err := installAgent(opts.AgentPath, rootfs)
+	if err != nil {
+		return nil, err
+	}
+	if changed {
+		progress(opts.Progress, "template base: installed agent %s", opts.AgentPath)
+	}
+	return &store.Template{
+		ID: BaseID, Kind: store.KindTemplate, Aliases: BaseAliases, RootFS: rootfs,
+		CPUCount: 2, MemoryMB: 512, DiskSizeMB: 1024, CreatedAt: time.Now().UTC(),
+		Version: baseVersion,
+	}, nil
+}
+
+func fillDefaults(o *Options) {
+	if o.Suite == "" {
+		o.Suite = "bookworm"
+	}
+	if o.Mirror == "" {
+		o.Mirror = HostMirror()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// complete reports whether dir holds a finished build of this recipe.
+func complete(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, ".complete"))
+	return err == nil && strings.TrimSpace(string(b)) == baseVersion
+}
+
+// buildBase runs debootstrap into a scratch directory and renames it into
+// place only when every step succeeded, so an interrupted build never leaves
+// a half-made rootfs that looks usable.
+func buildBase(ctx context.Context, opts Options, dir string) error {
+	if _, err := exec.LookPath("debootstrap"); err != nil {
+		return fmt.Errorf("debootstrap is not installed (apt-get install debootstrap): %w", errdefs.ErrUnavailable)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	scratch := filepath.Join(dir, "rootfs.building")
+	os.RemoveAll(scratch)
+	start := time.Now()
+	progress(opts.Progress, "template base: building Debian %s rootfs from %s (first start only, a few minutes)", opts.Suite, opts.Mirror)
+	args := []string{"--variant=minbase", "--include=" + strings.Join(BasePackages, ","), opts.Suite, scratch, opts.Mirror}
+	if err := runLogged(ctx, opts.Progress, start, "debootstrap", args...); err != nil {
+		os.RemoveAll(scratch)
+		return fmt.Errorf("debootstrap: %w", err)
+	}
+	progress(opts.Progress, "template base: configuring users and network files")
+	if err := configure(ctx, scratch); err != nil {
+		os.RemoveAll(scratch)
+		return fmt.Errorf("configure rootfs: %w", err)
+	}
+	rootfs := filepath.Join(dir, "rootfs")
+	os.RemoveAll(rootfs)
+	if err := os.Rename(scratch, rootfs); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".complete"), []byte(baseVersion+"\n"), 0o644); err != nil {
+		return err
+	}
+	progress(opts.Progress, "template base: ready in %s", time.Since(start).Round(time.Second))
+	return nil
+}
+
+// configure adds what E2B clients assume of the base template: a user
+// `user` (uid 1000) with passwordless sudo, a resolver, and /home/user.
+func configure(ctx context.Context, root string) error {
+	steps := [][]string{
+		{"chroot", root, "useradd", "-m", "-u", "1000", "-s", "/bin/bash", "user"},
+		{"chroot", root, "apt-get", "clean"},
+	}
+	for _, s := range steps {
+		if out, err := exec.CommandContext(ctx, s[0], s[1:]...).CombinedOutput(); err != nil {
+			return fmt.Errorf("%s: %v: %s", strings.Join(s[2:], " "), err, out)
+		}
+	}
+	files := map[string]string{
+		"etc/sudoers.d/user": "user ALL=(ALL:ALL) NOPASSWD: ALL\n",
+		"etc/hostname":       "forkbox\n",
+		"etc/hosts":          "127.0.0.1 localhost forkbox\n::1 localhost\n",
+	}
+	if rc, err := os.ReadFile("/etc/resolv.conf"); err == nil {
+		files["etc/resolv.conf"] = string(rc)
+	}
+	for name, content := range files {
+		p := filepath.Join(root, name)
+		os.Remove(p) // resolv.conf may be a dangling symlink
+		mode := os.FileMode(0o644)
+		if strings.HasPrefix(name, "etc/sudoers.d/") {
+			mode = 0o440
+		}
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			return err
+		}
+	}
+	return os.RemoveAll(filepath.Join(root, "var/lib/apt/lists"))
+}

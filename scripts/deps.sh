@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what forkbox and its tests need on a fresh Debian/Ubuntu machine.
+# Idempotent and quick when everything is there already.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v debootstrap >/dev/null || need+=(debootstrap)
+command -v nft >/dev/null || need+=(nftables)
+command -v ip >/dev/null || need+=(iproute2)
+command -v node >/dev/null || need+=(nodejs)
+command -v npm >/dev/null || need+=(npm)
+if [ ${#need[@]} -gt 0 ]; then
+	echo ">> apt-get install ${need[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+command -v go >/dev/null || { echo "deps: Go is required (https://go.dev/dl) — not found on PATH" >&2; exit 1; }
+
+# The end-to-end tests drive the daemon with the real, unmodified npm clients.
+if [ -f test/e2e/js/package.json ]; then
+	if [ ! -d test/e2e/js/node_modules ] || [ test/e2e/js/package-lock.json -nt test/e2e/js/node_modules ]; then
+		echo ">> npm ci (E2B clients for the end-to-end tests)"
+		(cd test/e2e/js && npm ci --no-audit --no-fund --loglevel=error)
+		touch test/e2e/js/node_modules
+	fi
+fi
