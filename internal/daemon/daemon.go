@@ -29,6 +29,9 @@ type Options struct {
 	Domain      string
 	RunscPath   string
 	AgentPath   string
+	// NetworkIndex separates the networks of several daemons on one host
+	// (0: the default 10.201.0.0/16; n: 10.(201+n).0.0/16, 1..50).
+	NetworkIndex int
 	// SweepInterval and DefaultTimeout tune TTL handling.
 	SweepInterval  time.Duration
 	DefaultTimeout time.Duration
@@ -55,8 +58,11 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	if err := ensureTemplates(ctx, st, o); err != nil {
-		return err
+	tpl, err := template.EnsureBase(ctx, template.Options{
+		TemplateDir: o.TemplateDir, AgentPath: o.AgentPath, Progress: o.Out, Logger: log,
+	})
+	if err != nil {
+		return fmt.Errorf("base template: %w", err)
 	}
 	rt, err := newRuntime(ctx, o)
 	if err != nil {
@@ -73,6 +79,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if err := mgr.Recover(ctx); err != nil {
 		return fmt.Errorf("recover sandboxes: %w", err)
+	}
+	if err := warmTemplate(ctx, mgr, st, tpl, o); err != nil {
+		return err
 	}
 	srv, err := server.New(server.Config{Manager: mgr, Store: st, Logger: log, Domain: o.Domain})
 	if err != nil {
@@ -93,6 +102,9 @@ func fillOptions(o *Options) error {
 	}
 	if o.DataDir == "" {
 		o.DataDir = "/var/lib/forkbox"
+	}
+	if o.NetworkIndex < 0 || o.NetworkIndex > 50 {
+		return fmt.Errorf("network index %d out of 0..50", o.NetworkIndex)
 	}
 	if o.TemplateDir == "" {
 		o.TemplateDir = filepath.Join(o.DataDir, "templates")
@@ -157,15 +169,19 @@ func hostname() string {
 	return h
 }
 
-// ensureTemplates builds the base template if needed and records it.
-func ensureTemplates(ctx context.Context, st *store.Store, o Options) error {
-	tpl, err := template.EnsureBase(ctx, template.Options{
-		TemplateDir: o.TemplateDir, AgentPath: o.AgentPath, Progress: o.Out, Logger: o.Logger,
-	})
+// warmTemplate gives the base template a ready-booted image (created
+// sandboxes are restores of it) and records the template.
+func warmTemplate(ctx context.Context, mgr *sandbox.Manager, st *store.Store, tpl *store.Template, o Options) error {
+	key, err := imageKey(tpl.Version, o.AgentPath, o.RunscPath)
 	if err != nil {
-		return fmt.Errorf("base template: %w", err)
+		return err
 	}
+	dir := filepath.Join(o.TemplateDir, tpl.ID)
+	image := filepath.Join(dir, "image-"+key)
+	fmt.Fprintf(o.Out, "template %s: preparing a booted image\n", tpl.ID)
+	if err := mgr.WarmTemplate(ctx, tpl, image); err != nil {
+		return fmt.Errorf("template %s image: %w", tpl.ID, err)
+	}
+	removeStaleImages(dir, image)
 	return st.PutTemplate(ctx, tpl)
 }
-
-

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"path/filepath"
 
 	"github.com/forkbox/forkbox/internal/netns"
@@ -13,7 +14,7 @@ import (
 // newRuntime builds the gVisor backend: per-sandbox network namespaces and
 // runsc state under the data dir.
 func newRuntime(ctx context.Context, o Options) (runtime.Runtime, error) {
-	nm, err := netns.New(ctx, netns.Config{Logger: o.Logger})
+	nm, err := netns.New(ctx, networkConfig(o))
 	if err != nil {
 		return nil, fmt.Errorf("sandbox networking: %w", err)
 	}
@@ -27,4 +28,18 @@ func newRuntime(ctx context.Context, o Options) (runtime.Runtime, error) {
 		return nil, fmt.Errorf("gvisor runtime: %w", err)
 	}
 	return rt, nil
+}
+
+// networkConfig gives daemon number o.NetworkIndex its own subnet, names and
+// firewall table: daemons sharing one would each remove the other's
+// sandbox networks as leftovers when they start.
+func networkConfig(o Options) netns.Config {
+	cfg := netns.Config{Logger: o.Logger}
+	if n := o.NetworkIndex; n > 0 {
+		cfg.Subnet = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(201 + n), 0, 0}), 16)
+		cfg.NamePrefix = fmt.Sprintf("fbx%d-", n)
+		cfg.LinkPrefix = fmt.Sprintf("fb%dh", n)
+		cfg.Table = fmt.Sprintf("forkbox%d", n)
+	}
+	return cfg
 }

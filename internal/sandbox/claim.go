@@ -47,7 +47,7 @@ func (m *Manager) claim(ctx context.Context, id string, to State, from ...State)
 		return nil, prev, fmt.Errorf("sandbox %s is %s: %w", id, prev.Public(), errdefs.ErrConflict)
 	}
 	mustTransition(prev, to)
-	e.state = to
+	e.state, e.from = to, prev
 	e.done = make(chan struct{})
 	m.persistLocked(ctx, e)
 	return e, prev, nil
@@ -90,3 +90,24 @@ func (m *Manager) update(ctx context.Context, id string, fn func(*entry) error) 
 	}
 	return e.view(), nil
 }
+
+// busy are the states an operation holds; claimWaiting waits them out.
+var busy = []State{StateCreating, StatePausing, StateResuming, StateSnapshotting}
+
+// claimWaiting is claim for operations that should queue behind one in
+// progress (a snapshot asked for right after an asynchronous pause) rather
+// than fail with ErrConflict.
+func (m *Manager) claimWaiting(ctx context.Context, id string, to State, from ...State) (*entry, State, error) {
+	for {
+		e, prev, err := m.claim(ctx, id, to, from...)
+		if err == nil || !errdefs.IsConflict(err) || !slices.Contains(busy, prev) {
+			return e, prev, err
+		}
+		if err := m.waitIdle(ctx, id); err != nil {
+			return nil, "", err
+		}
+	}
+}
+
+// WaitIdle blocks until no operation holds sandbox id.
+func (m *Manager) WaitIdle(ctx context.Context, id string) error { return m.waitIdle(ctx, id) }

@@ -36,11 +36,12 @@ func (m *Manager) checkRunning(id string) error {
 	if err != nil {
 		return err
 	}
-	switch e.state {
-	case StateRunning, StateSnapshotting:
+	switch {
+	case e.state == StateRunning,
+		e.state == StateSnapshotting && e.from == StateRunning:
 		return nil
 	default:
-		return fmt.Errorf("sandbox %s is %s: %w", id, e.state, errdefs.ErrConflict)
+		return fmt.Errorf("sandbox %s is %s: %w", id, e.state.Public(), errdefs.ErrConflict)
 	}
 }
 
@@ -49,5 +50,5 @@ func (m *Manager) autoResumes(id string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.boxes[id]
-	return ok && e.rec.AutoResume && (e.state == StatePaused || e.state == StatePausing)
+	return ok && e.rec.AutoResume && (e.state == StatePaused || e.state == StatePausing || e.state == StateResuming)
 }

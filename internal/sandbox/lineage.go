@@ -2,9 +2,11 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"time"
 
+	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/store"
 )
 
@@ -51,6 +53,9 @@ func (m *Manager) Lineage(ctx context.Context, id string) (*LineageNode, error) 
 		sort.SliceStable(n.Children, func(i, j int) bool {
 			return n.Children[i].CreatedAt.Before(n.Children[j].CreatedAt)
 		})
+	}
+	if nodes[root] == nil {
+		return nil, fmt.Errorf("lineage of %q: %w", id, errdefs.ErrNotFound)
 	}
 	return nodes[root], nil
 }

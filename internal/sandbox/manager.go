@@ -86,6 +86,8 @@ type entry struct {
 	// done is closed when the operation holding the claim finishes, so
 	// callers that must wait (connect during pause) can.
 	done chan struct{}
+	// from is the state the current claim started from.
+	from State
 	// lastCPU is the previous CPU reading for metrics' percentages.
 	lastCPU     time.Duration
 	lastCPUTime time.Time

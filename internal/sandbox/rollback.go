@@ -22,7 +22,7 @@ func (m *Manager) Rollback(ctx context.Context, id, snapshotID string) (*Sandbox
 	if ok, err := m.inLineage(ctx, id, snap); err != nil || !ok {
 		return nil, fmt.Errorf("snapshot %s is not of sandbox %s's lineage: %w", snapshotID, id, errdefs.ErrInvalidArgument)
 	}
-	e, prev, err := m.claim(ctx, id, StateResuming, StateRunning, StatePaused)
+	e, prev, err := m.claimWaiting(ctx, id, StateResuming, StateRunning, StatePaused)
 	if err != nil {
 		return nil, err
 	}

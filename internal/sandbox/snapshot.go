@@ -42,7 +42,7 @@ func (m *Manager) Snapshot(ctx context.Context, id string, o SnapshotOptions) (*
 			return nil, fmt.Errorf("name %q is taken: %w", o.Name, errdefs.ErrAlreadyExists)
 		}
 	}
-	e, prev, err := m.claim(ctx, id, StateSnapshotting, StateRunning, StatePaused)
+	e, prev, err := m.claimWaiting(ctx, id, StateSnapshotting, StateRunning, StatePaused)
 	if err != nil {
 		return nil, err
 	}

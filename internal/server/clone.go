@@ -29,7 +29,12 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	res, err := s.mgr.Clone(r.Context(), r.PathValue("id"), opts)
+	id := r.PathValue("id")
+	var res *sandbox.CloneResult
+	err = s.afterPause(r.Context(), id, func() (err error) {
+		res, err = s.mgr.Clone(r.Context(), id, opts)
+		return err
+	})
 	if err != nil {
 		writeError(w, err)
 		return
@@ -74,7 +79,12 @@ func (s *Server) clone(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	res, err := s.mgr.Clone(r.Context(), r.PathValue("id"), opts)
+	id := r.PathValue("id")
+	var res *sandbox.CloneResult
+	err = s.afterPause(r.Context(), id, func() (err error) {
+		res, err = s.mgr.Clone(r.Context(), id, opts)
+		return err
+	})
 	if err != nil {
 		e := toAPIError(err, "clone failed; no copy was kept")
 		writeStatus(w, e.Code, e.Message)

@@ -215,6 +215,11 @@ func (d *dataPlane) proxyError(w http.ResponseWriter, r *http.Request, err error
 		return
 	}
 	d.s.log.Info("data plane cannot reach sandbox", "sandbox", t.id, "port", t.port, "err", err)
+	if errors.Is(err, errdefs.ErrConflict) {
+		// Manager.Dial: paused (or being paused) since serve looked.
+		err = fmt.Errorf("sandbox %s is not running (it is paused or being paused): resume it (connect) before using it: %w",
+			t.id, errdefs.ErrConflict)
+	}
 	d.fail(w, t, err)
 }
 

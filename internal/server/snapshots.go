@@ -68,7 +68,12 @@ func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	tpl, err := s.mgr.Snapshot(r.Context(), r.PathValue("id"), sandbox.SnapshotOptions{Name: body.Name, TTL: ttl})
+	id := r.PathValue("id")
+	var tpl *store.Template
+	err = s.afterPause(r.Context(), id, func() (err error) {
+		tpl, err = s.mgr.Snapshot(r.Context(), id, sandbox.SnapshotOptions{Name: body.Name, TTL: ttl})
+		return err
+	})
 	if err != nil {
 		writeError(w, err)
 		return
@@ -171,7 +176,11 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%s is a template, not a snapshot: %w", body.SnapshotID, errdefs.ErrInvalidArgument))
 		return
 	}
-	sb, err := s.mgr.Rollback(r.Context(), id, snap.ID)
+	var sb *sandbox.Sandbox
+	err = s.afterPause(r.Context(), id, func() (err error) {
+		sb, err = s.mgr.Rollback(r.Context(), id, snap.ID)
+		return err
+	})
 	if err != nil {
 		writeError(w, err)
 		return

@@ -66,7 +66,11 @@ func (r *Runtime) Restore(ctx context.Context, spec runtime.Spec, imageDir strin
 		return runtime.Info{}, err
 	}
 	cl.disarm()
-	return r.Info(ctx, spec.ID)
+	h, err := r.loadHandle(spec.ID)
+	if err != nil {
+		return runtime.Info{}, err
+	}
+	return startedInfo(h), nil
 }
 
 // prepareInPlace readies a stopped sandbox for a restore under its own id:

@@ -118,6 +118,24 @@ test('kill: connect and getInfo then fail with NotFound', T, async () => {
   assert.equal(res.status, 502, `data plane for a killed sandbox: ${res.status} ${await res.text()}`)
 })
 
+test('kill ends the open data-plane streams of the sandbox', T, async () => {
+  const sbx = await create()
+  const h = await sbx.commands.run('sleep 600', { background: true })
+  const watched = []
+  const watch = await sbx.files.watchDir('/home/user', (e) => { watched.push(e) })
+  const t0 = performance.now()
+  await kill(sbx)
+  const settled = await Promise.race([
+    h.wait().then((r) => `resolved ${JSON.stringify(r)}`, (e) => `rejected ${e?.constructor?.name}: ${e?.message}`),
+    sleep(10_000).then(() => null),
+  ])
+  console.log(`command stream after kill: ${settled ?? 'still open after 10 s'} (${ms(t0)})`)
+  // Let the client give up on what the daemon left open, so the file ends promptly.
+  await h.disconnect().catch(() => {})
+  await watch.stop().catch(() => {})
+  assert.ok(settled, 'a command stream of a killed sandbox was still open 10 s after the kill')
+})
+
 test('setTimeout moves endAt (extend and shorten)', T, async () => {
   const sbx = await create({ timeoutMs: 60_000 })
   try {
@@ -592,7 +610,7 @@ test('isolation: another sandbox is unreachable', T, async () => {
     console.log(`sandbox A ${ipA}, sandbox B ${ipB}`)
     assert.notEqual(ipA, ipB)
     // A server in B, reachable from B itself (the positive control).
-    await b.commands.run(`python3 -m http.server 8000 --bind 0.0.0.0 --directory /tmp`, { background: true })
+    const server = await b.commands.run(`python3 -m http.server 8000 --bind 0.0.0.0 --directory /tmp`, { background: true })
     await waitFor('the server in B', async () => (await run(b, `curl -sS -m 2 -o /dev/null http://${ipB}:8000/`)).exitCode === 0, 15_000, 200)
     const t0 = performance.now()
     const r = await run(a, `curl -sS -m 3 -o /dev/null http://${ipB}:8000/`)
@@ -600,6 +618,7 @@ test('isolation: another sandbox is unreachable', T, async () => {
     assert.notEqual(r.exitCode, 0, `sandbox A reached sandbox B at ${ipB}:8000`)
     const envd = await run(a, `curl -sS -m 3 http://${ipB}:49983/health`)
     assert.notEqual(envd.exitCode, 0, `sandbox A reached B's agent at ${ipB}:49983`)
+    await server.kill()
   } finally {
     await kill(a)
     await kill(b)
@@ -648,7 +667,7 @@ test('data plane forwards any listening port (E2b-Sandbox-Port)', T, async () =>
   try {
     assert.equal(sbx.getHost(8000), `8000-${sbx.sandboxId}.${sbx.sandboxDomain}`)
     await sbx.files.write('/home/user/www/hello.txt', 'served from the sandbox')
-    await sbx.commands.run('python3 -m http.server 8000 --bind 0.0.0.0 --directory /home/user/www', { background: true })
+    const server = await sbx.commands.run('python3 -m http.server 8000 --bind 0.0.0.0 --directory /home/user/www', { background: true })
     const headers = { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '8000' }
     if (sbx.trafficAccessToken) headers['E2b-Traffic-Access-Token'] = sbx.trafficAccessToken
     const t0 = performance.now()
@@ -661,6 +680,7 @@ test('data plane forwards any listening port (E2b-Sandbox-Port)', T, async () =>
     // A port nobody listens on answers an error, not a hang.
     const res = await fetch(`${SANDBOX_URL}/`, { headers: { ...headers, 'E2b-Sandbox-Port': '8001' }, signal: AbortSignal.timeout(10_000) })
     assert.ok(res.status >= 500, `closed port: ${res.status}`)
+    await server.kill()
   } finally {
     await kill(sbx)
   }

@@ -1,0 +1,73 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/forkbox/forkbox/internal/store"
+)
+
+// WarmTemplate makes creating from tpl a restore instead of a cold boot:
+// it boots one sandbox of the template, waits for its agent, checkpoints it
+// into imageDir and removes it. A sandbox created afterwards starts from that
+// image with its agent already listening — the cold boot is paid once. An
+// image already in imageDir is reused (the caller keys imageDir by what the
+// image depends on: rootfs, agent and runsc versions).
+func (m *Manager) WarmTemplate(ctx context.Context, tpl *store.Template, imageDir string) error {
+	if imageExists(imageDir) {
+		tpl.ImageDir = imageDir
+		return nil
+	}
+	if _, err := m.checkpointer(); err != nil {
+		return err
+	}
+	id := newID()
+	// A private scratch name: two daemons sharing the template directory may
+	// warm the same template at once; the first rename wins.
+	tmp := imageDir + ".tmp-" + id
+	rec := store.Sandbox{ID: id, RootFS: tpl.RootFS, CPUCount: tpl.CPUCount, MemoryMB: tpl.MemoryMB, AllowInternet: true}
+	if _, err := m.rt.Create(ctx, m.spec(&rec)); err != nil {
+		return fmt.Errorf("boot template %s: %w", tpl.ID, err)
+	}
+	defer m.rt.Delete(context.WithoutCancel(ctx), rec.ID)
+	if err := m.waitHealthy(ctx, rec.ID); err != nil {
+		return err
+	}
+	if err := m.checkpointTo(ctx, rec.ID, tmp, false); err != nil {
+		os.RemoveAll(tmp)
+		return fmt.Errorf("checkpoint template %s: %w", tpl.ID, err)
+	}
+	if err := os.Rename(tmp, imageDir); err != nil {
+		os.RemoveAll(tmp)
+		if !imageExists(imageDir) {
+			return err
+		}
+	}
+	tpl.ImageDir = imageDir
+	m.log.Info("template image ready", "template", tpl.ID, "image", imageDir)
+	return nil
+}
+
+// waitHealthy polls the agent's /health until it answers.
+func (m *Manager) waitHealthy(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.AgentWait)
+	defer cancel()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, m.agentURL(id, "/health"), nil)
+		resp, err := m.agentHTTP.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode/100 == 2 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("agent of template sandbox %s did not answer: %w", id, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
