@@ -95,6 +95,10 @@ func (p *procService) Start(ctx context.Context, req *connect.Request[process.St
 		pr, pw = io.Pipe()
 		stdin = pr
 		s.procs[pid] = &fakeProcess{stdin: pw}
+		// A command blocked on stdin must end when the client goes away, or
+		// the test server could never shut down.
+		stop := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
+		defer stop()
 	}
 	s.mu.Unlock()
 	defer func() {

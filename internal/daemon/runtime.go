@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 
 	"github.com/forkbox/forkbox/internal/netns"
 	"github.com/forkbox/forkbox/internal/runtime"
+	"github.com/forkbox/forkbox/internal/runtime/faults"
 	"github.com/forkbox/forkbox/internal/runtime/gvisor"
 )
 
@@ -26,6 +28,10 @@ func newRuntime(ctx context.Context, o Options) (runtime.Runtime, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("gvisor runtime: %w", err)
+	}
+	if spec := os.Getenv(faults.EnvVar); spec != "" {
+		o.Logger.Warn("fault injection is on", "faults", spec)
+		return faults.Wrap(rt, spec)
 	}
 	return rt, nil
 }

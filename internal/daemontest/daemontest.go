@@ -31,6 +31,7 @@ type Daemon struct {
 
 	t       testing.TB
 	args    []string
+	env     []string
 	cmd     *exec.Cmd
 	logMu   sync.Mutex
 	logFile *os.File
@@ -43,6 +44,8 @@ type Options struct {
 	DataDir string
 	// ExtraArgs are appended to `forkbox serve`.
 	ExtraArgs []string
+	// Env adds variables to the daemon's environment (e.g. FORKBOX_FAULTS).
+	Env []string
 }
 
 // RepoRoot walks up from the working directory to the directory of go.mod.
@@ -97,7 +100,7 @@ func Start(t testing.TB, o Options) *Daemon {
 	if os.Geteuid() != 0 {
 		t.Fatal("daemontest: must run as root (runsc, namespaces, nftables)")
 	}
-	d := &Daemon{t: t, Bin: BinDir(t), DataDir: o.DataDir}
+	d := &Daemon{t: t, Bin: BinDir(t), DataDir: o.DataDir, env: o.Env}
 	if d.DataDir == "" {
 		d.DataDir = t.TempDir()
 	}
@@ -109,11 +112,19 @@ func Start(t testing.TB, o Options) *Daemon {
 		"--template-dir", TemplateDir(t),
 		"--runsc", filepath.Join(d.Bin, "runsc"),
 		"--agent", filepath.Join(d.Bin, "forkbox-agent"),
+		// Its own subnet and names: daemons of concurrent test packages (or
+		// a developer's daemon) must not remove each other's networks.
+		"--network-index", fmt.Sprint(networkIndex()),
+		"--sweep-interval", "200ms",
 	}, o.ExtraArgs...)
 	d.start()
 	t.Cleanup(d.Stop)
 	return d
 }
+
+// networkIndex picks a network index for this test process: distinct per
+// process so daemons of test packages run in parallel do not collide.
+func networkIndex() int { return 1 + os.Getpid()%40 }
 
 func freePort(t testing.TB) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -133,6 +144,7 @@ func (d *Daemon) start() {
 	}
 	d.logFile = f
 	d.cmd = exec.Command(filepath.Join(d.Bin, "forkbox"), d.args...)
+	d.cmd.Env = append(os.Environ(), d.env...)
 	d.cmd.Stdout, d.cmd.Stderr = f, f
 	// Its own process group, so a test can kill -9 the daemon alone.
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/runtime"
@@ -33,6 +34,7 @@ func (m *Manager) Recover(ctx context.Context) error {
 		known[rec.ID] = true
 		m.recoverOne(ctx, rec, live[rec.ID])
 	}
+	m.removeOrphanImages(ctx)
 	for id := range live {
 		if !known[id] {
 			m.log.Warn("removing orphan runtime sandbox", "sandbox", id)
@@ -56,7 +58,11 @@ func (m *Manager) recoverOne(ctx context.Context, rec *store.Sandbox, in runtime
 	}
 	hasImage := imageExists(e.rec.ImageDir)
 	switch {
-	case running && st != StateKilling && st != StatePaused:
+	case st == StateCreating || st == StateKilling:
+		// A half-made sandbox (its agent may hold another's token) or one
+		// that was being killed: finish it off.
+		m.bury(ctx, e, in.ID != "")
+	case running && st != StatePaused:
 		// Whatever was under way (a pause, snapshot, resume) did not finish
 		// or finished without being recorded: the sandbox still runs.
 		if in.State == runtime.StatePaused {
@@ -68,7 +74,7 @@ func (m *Manager) recoverOne(ctx context.Context, rec *store.Sandbox, in runtime
 		}
 		m.adopt(e, StateRunning)
 		m.log.Info("reattached sandbox", "sandbox", rec.ID, "was", st)
-	case !running && hasImage && st != StateKilling && st != StateCreating:
+	case !running && hasImage:
 		if in.ID != "" {
 			m.rt.Delete(ctx, rec.ID)
 		}
@@ -120,4 +126,32 @@ func (m *Manager) adopt(e *entry, st State) {
 	e.state = st
 	m.persistLocked(context.Background(), e)
 	m.boxes[e.rec.ID] = e
+}
+
+// removeOrphanImages deletes image directories no record points to: the
+// remains of a snapshot or pause the daemon died in the middle of.
+func (m *Manager) removeOrphanImages(ctx context.Context) {
+	if m.cfg.ImageDir == "" {
+		return
+	}
+	snapDir := filepath.Join(m.cfg.ImageDir, "snapshots")
+	ents, _ := os.ReadDir(snapDir)
+	for _, ent := range ents {
+		if _, err := m.st.GetTemplate(ctx, ent.Name()); errdefs.IsNotFound(err) {
+			m.log.Warn("removing orphan snapshot image", "image", ent.Name())
+			removeAll(filepath.Join(snapDir, ent.Name()))
+		}
+	}
+	pauseDir := filepath.Join(m.cfg.ImageDir, "paused")
+	ents, _ = os.ReadDir(pauseDir)
+	for _, ent := range ents {
+		m.mu.Lock()
+		e, ok := m.boxes[ent.Name()]
+		keep := ok && e.state == StatePaused && e.rec.ImageDir == filepath.Join(pauseDir, ent.Name())
+		m.mu.Unlock()
+		if !keep {
+			m.log.Warn("removing orphan pause image", "sandbox", ent.Name())
+			removeAll(filepath.Join(pauseDir, ent.Name()))
+		}
+	}
 }

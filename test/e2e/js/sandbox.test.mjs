@@ -7,6 +7,7 @@ import { randomBytes, createHash } from 'node:crypto'
 import { writeFileSync, rmSync } from 'node:fs'
 import {
   Sandbox,
+  AuthenticationError,
   CommandExitError,
   NotFoundError,
   FileNotFoundError,
@@ -134,6 +135,39 @@ test('kill ends the open data-plane streams of the sandbox', T, async () => {
   await h.disconnect().catch(() => {})
   await watch.stop().catch(() => {})
   assert.ok(settled, 'a command stream of a killed sandbox was still open 10 s after the kill')
+})
+
+test('control API errors: bad API key, unknown template', T, async () => {
+  const badKey = { apiKey: 'e2b_' + '0'.repeat(40) }
+  await assert.rejects(Sandbox.create('base', badKey), (e) => {
+    assert.ok(e instanceof AuthenticationError, `create with a bad key: ${e?.constructor?.name}: ${e?.message}`)
+    return true
+  })
+  await assert.rejects(Sandbox.list(badKey).nextItems(), AuthenticationError)
+  await assert.rejects(Sandbox.create('no-such-template-e2e'), (e) => {
+    assert.equal(e.statusCode, 404, `create from an unknown template: ${e?.constructor?.name} ${e?.statusCode}: ${e?.message}`)
+    return true
+  })
+})
+
+test('getMetrics reports sane values', T, async () => {
+  const sbx = await create()
+  try {
+    const info = await sbx.getInfo()
+    const check = (m, when) => {
+      assert.ok(Array.isArray(m) && m.length > 0, `${when}: metrics ${JSON.stringify(m)}`)
+      const last = m[m.length - 1]
+      console.log(`${when}: ${JSON.stringify(last)}`)
+      assert.equal(last.cpuCount, info.cpuCount, `${when}: cpuCount`)
+      assert.ok(last.cpuUsedPct >= 0 && last.cpuUsedPct <= 100, `${when}: cpuUsedPct ${last.cpuUsedPct} outside [0, 100]`)
+      assert.ok(last.memUsed > 0 && last.memUsed <= last.memTotal, `${when}: memUsed ${last.memUsed} / memTotal ${last.memTotal}`)
+    }
+    check(await sbx.getMetrics(), 'right after create')
+    await sbx.commands.run('timeout 1 sh -c "while :; do :; done" || true')
+    check(await sbx.getMetrics(), 'after 1 s of busy loop')
+  } finally {
+    await kill(sbx)
+  }
 })
 
 test('setTimeout moves endAt (extend and shorten)', T, async () => {

@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/forkbox/forkbox/client"
+)
+
+func (a *app) sandboxCreateCmd() *cobra.Command {
+	var (
+		o         client.CreateOptions
+		timeout   int
+		metadata  []string
+		envs      []string
+		autoResum bool
+	)
+	cmd := &cobra.Command{
+		Use:   "create",
+		Short: "Start a sandbox from a template or snapshot",
+		Long: `Start a sandbox. --template accepts a template name or id, or a snapshot id:
+a sandbox created from a snapshot continues from exactly that state.`,
+		Example: `  forkbox sandbox create
+  forkbox sandbox create --template snap0042 --timeout 600 --metadata owner=me --env DEBUG=1
+  forkbox sandbox create --auto-pause --secure --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if o.Metadata, err = parseKV(metadata); err != nil {
+				return err
+			}
+			if o.EnvVars, err = parseKV(envs); err != nil {
+				return err
+			}
+			o.Timeout = time.Duration(timeout) * time.Second
+			o.AutoResume = autoResum
+			sb, err := a.client().CreateSandbox(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(sb)
+			}
+			return a.printSandboxes([]*client.Sandbox{sb})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.TemplateID, "template", "t", "base", "template name or id, or snapshot id")
+	f.IntVar(&timeout, "timeout", 300, "time to live in seconds")
+	f.StringArrayVar(&metadata, "metadata", nil, "metadata `key=value` (repeatable)")
+	f.StringArrayVar(&envs, "env", nil, "environment variable `key=value` for every command (repeatable)")
+	f.BoolVar(&o.AutoPause, "auto-pause", false, "pause instead of kill when the timeout expires")
+	f.BoolVar(&autoResum, "auto-resume", false, "resume automatically when traffic arrives while paused")
+	f.BoolVar(&o.Secure, "secure", false, "require the sandbox access token on the data plane")
+	f.IntVar(&o.CPUCount, "cpu", 0, "number of vCPUs (0: server default)")
+	f.IntVar(&o.MemoryMB, "memory", 0, "memory in MiB (0: server default)")
+	return cmd
+}

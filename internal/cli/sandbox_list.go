@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/forkbox/forkbox/client"
+)
+
+func (a *app) sandboxListCmd() *cobra.Command {
+	var (
+		o        client.ListOptions
+		states   string
+		metadata []string
+		all      bool
+	)
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List sandboxes",
+		Long: `List running and paused sandboxes, newest page first. Without --all one page
+is printed and the token of the next one is reported on stderr.`,
+		Example: `  forkbox sandbox list
+  forkbox sandbox list --state paused --metadata owner=me
+  forkbox sandbox list --all --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if o.Metadata, err = parseKV(metadata); err != nil {
+				return err
+			}
+			if states != "" {
+				o.State = strings.Split(states, ",")
+			}
+			c := a.client()
+			var list []client.SandboxInfo
+			for {
+				page, next, err := c.ListSandboxes(cmd.Context(), o)
+				if err != nil {
+					return err
+				}
+				list = append(list, page...)
+				if next == "" {
+					break
+				}
+				if !all {
+					fmt.Fprintf(a.stderr, "more sandboxes: use --all or --next-token %s\n", next)
+					break
+				}
+				o.NextToken = next
+			}
+			if a.json {
+				return a.printJSON(list)
+			}
+			return a.printSandboxInfos(list)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&states, "state", "", "comma-separated states to keep (running,paused)")
+	f.StringArrayVar(&metadata, "metadata", nil, "keep sandboxes with metadata `key=value` (repeatable)")
+	f.IntVar(&o.Limit, "limit", 0, "page size (server maximum 100)")
+	f.StringVar(&o.NextToken, "next-token", "", "continue a previous listing")
+	f.BoolVar(&all, "all", false, "follow every page")
+	return cmd
+}
+
+func (a *app) printSandboxInfos(list []client.SandboxInfo) error {
+	rows := make([][]string, 0, len(list))
+	for _, s := range list {
+		rows = append(rows, []string{
+			s.SandboxID, s.TemplateID, s.State, formatTime(s.StartedAt), formatTime(s.EndAt),
+			fmt.Sprint(s.CPUCount), fmt.Sprint(s.MemoryMB), orDash(formatKV(s.Metadata)),
+		})
+	}
+	return table(a.stdout, []string{"SANDBOX ID", "TEMPLATE", "STATE", "STARTED", "ENDS", "CPU", "MEM MB", "METADATA"}, rows)
+}

@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"errors"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// ServeFunc runs the daemon for "forkbox serve". The lead's wiring sets it
+// (in another file of this package) so the CLI does not import the server;
+// it reads its settings from cmd.Flags() (see serveCmd for the names) and
+// should return when cmd.Context() is cancelled (SIGINT/SIGTERM).
+var ServeFunc func(cmd *cobra.Command, args []string) error
+
+func serveCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the forkbox daemon",
+		Long: `Run the forkbox daemon: the E2B-compatible REST API, the data-plane proxy to
+the agents in the sandboxes, and the TTL sweeper. It stops cleanly on SIGINT or
+SIGTERM; paused sandboxes and snapshots survive restarts in --data-dir.`,
+		Example: `  forkbox serve
+  forkbox serve --listen 0.0.0.0:3000 --data-dir /srv/forkbox --log-level debug`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if ServeFunc == nil {
+				return errors.New("serve is not available in this build")
+			}
+			return ServeFunc(cmd, args)
+		},
+	}
+	f := cmd.Flags()
+	f.String("listen", "127.0.0.1:3000", "address to serve the API and data plane on")
+	f.String("data-dir", "/var/lib/forkbox", "directory for the database, snapshots and rootfs")
+	f.String("domain", "", "domain of per-port sandbox hosts (<port>-<id>.<domain>)")
+	f.String("runsc", "", "path of the runsc binary (default: found next to forkbox or in PATH)")
+	f.String("agent", "", "path of the forkbox-agent binary put into every sandbox")
+	f.Duration("sweep-interval", time.Second, "how often expired sandboxes are paused or killed")
+	f.Duration("default-timeout", 300*time.Second, "sandbox time to live when a request names none")
+	f.String("log-level", "info", "log level: debug, info, warn, error")
+	return cmd
+}
