@@ -8,5 +8,9 @@ import (
 )
 
 func main() {
+	// The daemon's verbs are wired here, the only place that picks concrete
+	// backends (see serve.go).
+	cli.ServeFunc = serve
+	cli.TemplateBuildFunc = buildTemplate
 	os.Exit(cli.Execute())
 }

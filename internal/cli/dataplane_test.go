@@ -16,10 +16,10 @@ func TestExec(t *testing.T) {
 	srv := clienttest.NewServer(t)
 	sb := mustJSON[client.Sandbox](t, srv, "sandbox", "create", "--secure")
 	tests := []struct {
-		name       string
-		args       []string
-		stdin      string
-		code       int
+		name        string
+		args        []string
+		stdin       string
+		code        int
 		out, errOut string
 	}{
 		{"argv", []string{"--", "echo", "hi", "there"}, "", 0, "hi there\n", ""},

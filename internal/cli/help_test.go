@@ -29,8 +29,12 @@ func TestHelpEveryCommand(t *testing.T) {
 					t.Errorf("%q lacks Short, Long or Example", c.CommandPath())
 				}
 			}
+			want := c.Long
+			if want == "" {
+				want = c.Short
+			}
 			r := runCLI(t, nil, nil, append(path, "--help")...)
-			if r.code != 0 || !strings.Contains(r.stdout, "Usage:") || !strings.Contains(r.stdout, c.Short) {
+			if r.code != 0 || !strings.Contains(r.stdout, "Usage:") || !strings.Contains(r.stdout, want) {
 				t.Errorf("--help: code %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 			}
 		})

@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// ServeFunc runs the daemon for "forkbox serve". The lead's wiring sets it
-// (in another file of this package) so the CLI does not import the server;
+// ServeFunc runs the daemon for "forkbox serve". cmd/forkbox sets it before
+// calling Execute, so the CLI does not import the daemon's internals;
 // it reads its settings from cmd.Flags() (see serveCmd for the names) and
 // should return when cmd.Context() is cancelled (SIGINT/SIGTERM).
 var ServeFunc func(cmd *cobra.Command, args []string) error
@@ -39,5 +39,7 @@ SIGTERM; paused sandboxes and snapshots survive restarts in --data-dir.`,
 	f.Duration("sweep-interval", time.Second, "how often expired sandboxes are paused or killed")
 	f.Duration("default-timeout", 300*time.Second, "sandbox time to live when a request names none")
 	f.String("log-level", "info", "log level: debug, info, warn, error")
+	f.String("template-dir", "", "directory of the cached templates (default <data-dir>/templates)")
+	f.Int("network-index", 0, "give this daemon its own sandbox subnet 10.(201+N).0.0/16 (for several daemons on one host)")
 	return cmd
 }

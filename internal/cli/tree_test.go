@@ -17,13 +17,13 @@ func TestRenderLineageGolden(t *testing.T) {
 		}},
 		{ID: "snap5", Kind: "snapshot", Origin: "rollback", State: "ready"},
 	}}
-	const want = `ID               KIND      ORIGIN    STATE
-sbx1             sandbox   create    running
-├─ snap2         snapshot  snapshot  ready
-│  ├─ sbx3 *     sandbox   clone     running
-│  └─ sbx4       sandbox   clone     paused
-│     └─ snap6   snapshot  snapshot  -
-└─ snap5         snapshot  rollback  ready
+	const want = `ID              KIND      ORIGIN    STATE
+sbx1            sandbox   create    running
+├─ snap2        snapshot  snapshot  ready
+│  ├─ sbx3 *    sandbox   clone     running
+│  └─ sbx4      sandbox   clone     paused
+│     └─ snap6  snapshot  snapshot  -
+└─ snap5        snapshot  rollback  ready
 `
 	var buf bytes.Buffer
 	if err := renderLineage(&buf, root, "sbx3"); err != nil {

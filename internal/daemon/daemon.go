@@ -113,10 +113,10 @@ func fillOptions(o *Options) error {
 		return err
 	}
 	var err error
-	if o.RunscPath, err = findBinary(o.RunscPath, "runsc"); err != nil {
+	if o.RunscPath, err = FindBinary(o.RunscPath, "runsc"); err != nil {
 		return err
 	}
-	o.AgentPath, err = findBinary(o.AgentPath, "forkbox-agent")
+	o.AgentPath, err = FindBinary(o.AgentPath, "forkbox-agent")
 	return err
 }
 

@@ -55,9 +55,9 @@ func ensureAPIKey(ctx context.Context, st *store.Store, dataDir string) (string,
 	return key, nil
 }
 
-// findBinary resolves a helper binary: the flag's value, else next to the
+// FindBinary resolves a helper binary: the flag's value, else next to the
 // forkbox executable, else on PATH.
-func findBinary(flag, name string) (string, error) {
+func FindBinary(flag, name string) (string, error) {
 	if flag != "" {
 		if _, err := os.Stat(flag); err != nil {
 			return "", fmt.Errorf("%s: %w", name, err)

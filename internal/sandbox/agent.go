@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
@@ -20,18 +21,34 @@ import (
 // through Manager.Dial (so a paused auto-resume sandbox wakes up, and one
 // that is not running is refused), whatever the backend's network looks
 // like. Connections are pooled per sandbox and port.
-func (m *Manager) Transport() http.RoundTripper { return newTransport(m.Dial) }
+func (m *Manager) Transport() http.RoundTripper { return newTransport(m.Dial, true) }
+
+// DataPlaneHost is the host:port to put in a Transport request for port of
+// sandbox id. It names the sandbox's current incarnation: after a resume or
+// rollback the pooled connections of the previous one must not be reused —
+// the restored network stack still believes in them, and requests on them
+// hang — so the new incarnation gets a new pool key.
+func (m *Manager) DataPlaneHost(id string, port int) string {
+	m.mu.Lock()
+	gen := 0
+	if e, ok := m.boxes[id]; ok {
+		gen = e.gen
+	}
+	m.mu.Unlock()
+	return net.JoinHostPort(fmt.Sprintf("%s.%d", id, gen), strconv.Itoa(port))
+}
 
 // newTransport builds a transport whose connections come from dial;
 // the manager's own calls to agents dial the runtime directly because they
 // happen while the sandbox is still being created or resumed.
-func newTransport(dial func(ctx context.Context, id string, port int) (net.Conn, error)) *http.Transport {
+func newTransport(dial func(ctx context.Context, id string, port int) (net.Conn, error), keepAlive bool) *http.Transport {
 	return &http.Transport{
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
 			host, portStr, err := net.SplitHostPort(addr)
 			if err != nil {
 				return nil, err
 			}
+			host, _, _ = strings.Cut(host, ".") // drop the incarnation
 			port, err := strconv.Atoi(portStr)
 			if err != nil {
 				return nil, fmt.Errorf("bad port %q: %w", portStr, errdefs.ErrInvalidArgument)
@@ -39,6 +56,9 @@ func newTransport(dial func(ctx context.Context, id string, port int) (net.Conn,
 			return dial(ctx, host, port)
 		},
 		MaxIdleConnsPerHost: 16,
+		// Our own calls (/init, /health) are rare: no pooled connections that
+		// could outlive the sandbox incarnation they were made to.
+		DisableKeepAlives: !keepAlive,
 		IdleConnTimeout:     30 * time.Second,
 		// Streams (process output, watchers) are long-lived: no overall
 		// timeout here, the caller's context bounds each request.

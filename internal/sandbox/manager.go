@@ -88,6 +88,9 @@ type entry struct {
 	done chan struct{}
 	// from is the state the current claim started from.
 	from State
+	// gen counts the restores into this id (resume, rollback); see
+	// DataPlaneHost.
+	gen int
 	// lastCPU is the previous CPU reading for metrics' percentages.
 	lastCPU     time.Duration
 	lastCPUTime time.Time
@@ -109,7 +112,7 @@ func New(cfg Config) (*Manager, error) {
 
 		evictSem: make(chan struct{}, maxConcurrentEvictions),
 	}
-	m.agentHTTP = &http.Client{Transport: newTransport(m.rt.Dial)}
+	m.agentHTTP = &http.Client{Transport: newTransport(m.rt.Dial, false)}
 	return m, nil
 }
 

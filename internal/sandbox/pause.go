@@ -122,6 +122,7 @@ func (m *Manager) resume(ctx context.Context, e *entry, ttl time.Duration) (*San
 	m.release(ctx, e, StateRunning, func(e *entry) {
 		e.rec.ImageDir = ""
 		e.rec.EndAt = m.now().Add(ttl)
+		e.gen++
 	})
 	m.log.Info("sandbox resumed", "sandbox", rec.ID)
 	return m.Get(ctx, rec.ID)

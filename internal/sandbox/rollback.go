@@ -41,6 +41,7 @@ func (m *Manager) Rollback(ctx context.Context, id, snapshotID string) (*Sandbox
 	}
 	old := e.rec.ImageDir
 	m.release(ctx, e, StateRunning, func(e *entry) {
+		e.gen++
 		e.rec.ImageDir = ""
 		e.rec.Rollbacks = append(e.rec.Rollbacks, store.Rollback{SnapshotID: snap.ID, At: m.now().UTC()})
 	})

@@ -89,7 +89,9 @@ func newDataPlane(s *Server) *dataPlane {
 	d := &dataPlane{s: s}
 	d.rp = &httputil.ReverseProxy{
 		Rewrite:   d.rewrite,
-		Transport: dialThroughManager(s.mgr),
+		// Dials through Manager.Dial: sandboxes that are not running are
+		// refused (ErrConflict), paused auto-resume ones are resumed.
+		Transport: s.mgr.Transport(),
 		// Stream every write at once: process output, watchers and code
 		// execution results are long-lived streams.
 		FlushInterval: -1,
@@ -131,30 +133,6 @@ func (d *dataPlane) serve(w http.ResponseWriter, r *http.Request, t target) {
 	// Client-streaming calls over HTTP/1.1 read the body while answering.
 	http.NewResponseController(w).EnableFullDuplex()
 	d.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), targetKey{}, t)))
-}
-
-// dialThroughManager is the proxy's transport: the Manager's, dialling
-// through Manager.Dial, which refuses sandboxes that are not running
-// (ErrConflict) and resumes paused auto-resume ones, so a sandbox paused
-// between the proxy's check and the dial gets a clean answer.
-func dialThroughManager(mgr *sandbox.Manager) http.RoundTripper {
-	dial := func(ctx context.Context, _, addr string) (net.Conn, error) {
-		host, portStr, err := net.SplitHostPort(addr)
-		if err != nil {
-			return nil, err
-		}
-		port, err := strconv.Atoi(portStr)
-		if err != nil {
-			return nil, fmt.Errorf("bad port %q: %w", portStr, errdefs.ErrInvalidArgument)
-		}
-		return mgr.Dial(ctx, host, port)
-	}
-	if base, ok := mgr.Transport().(*http.Transport); ok {
-		tr := base.Clone()
-		tr.DialContext = dial
-		return tr
-	}
-	return &http.Transport{DialContext: dial, MaxIdleConnsPerHost: 16, DisableCompression: true}
 }
 
 // wakesOnTraffic reports whether data-plane traffic resumes sb: it was
@@ -199,7 +177,7 @@ func isInitPath(r *http.Request) bool {
 func (d *dataPlane) rewrite(pr *httputil.ProxyRequest) {
 	t, _ := pr.In.Context().Value(targetKey{}).(target)
 	pr.Out.URL.Scheme = "http"
-	pr.Out.URL.Host = net.JoinHostPort(t.id, strconv.Itoa(t.port))
+	pr.Out.URL.Host = d.s.mgr.DataPlaneHost(t.id, t.port)
 	pr.Out.Host = pr.In.Host
 	pr.SetXForwarded()
 	for _, h := range []string{SandboxIDHeader, SandboxPortHeader, TrafficTokenHeader} {

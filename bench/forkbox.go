@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/forkbox/forkbox/client"
+)
+
+// fbBench measures forkbox through its Go SDK: REST control API and the
+// data-plane proxy, exactly as a user's program would.
+type fbBench struct {
+	c   *client.Client
+	d   *Daemon
+	res *Results
+	cfg config
+}
+
+const sandboxTTL = 20 * time.Minute
+
+func (b *fbBench) create(ctx context.Context) (*client.Sandbox, error) {
+	return b.c.CreateSandbox(ctx, client.CreateOptions{TemplateID: "base", Timeout: sandboxTTL})
+}
+
+func (b *fbBench) kill(ctx context.Context, id string) {
+	if err := b.c.KillSandbox(context.WithoutCancel(ctx), id); err != nil && !client.IsNotFound(err) {
+		slog.Warn("kill sandbox", "sandbox", id, "err", err)
+	}
+}
+
+// firstWrite records when output first arrives.
+type firstWrite struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	at  time.Time
+}
+
+func (w *firstWrite) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.at.IsZero() && len(p) > 0 {
+		w.at = time.Now()
+	}
+	return w.buf.Write(p)
+}
+
+// echo runs `echo hi` (argv form) and returns when its output arrived.
+func echo(ctx context.Context, conn *client.SandboxConn) (time.Time, error) {
+	w := &firstWrite{}
+	code, err := conn.Exec(ctx, client.ExecOptions{Cmd: []string{"/bin/echo", "hi"}, Stdout: w})
+	if err != nil {
+		return time.Time{}, err
+	}
+	if code != 0 || !strings.Contains(w.buf.String(), "hi") {
+		return time.Time{}, fmt.Errorf("echo: exit %d, output %q", code, w.buf.String())
+	}
+	return w.at, nil
+}
+
+// echoUntil retries echo until it succeeds (a just-started sandbox's agent
+// may need a moment) or 30 s pass, and returns when output first arrived.
+func echoUntil(ctx context.Context, conn *client.SandboxConn) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		at, err := echo(ctx, conn)
+		if err == nil {
+			return at, nil
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("no echo output: %w", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// unavailable words an error of a route that is not there (yet).
+func unavailable(err error) (string, bool) {
+	var e *client.Error
+	if errors.As(err, &e) && (e.Status == 501 || e.Status == 404) {
+		return fmt.Sprintf("not available (HTTP %d)", e.Status), true
+	}
+	return "", false
+}
+
+// fail records a failed measurement on the forkbox side of keys.
+func (b *fbBench) fail(err error, keys ...string) {
+	why, ok := unavailable(err)
+	if !ok {
+		why = "failed: " + shortErr(err)
+	}
+	slog.Error("forkbox measurement failed", "keys", keys, "err", err)
+	for _, k := range keys {
+		b.res.NA(k, FB, why)
+	}
+}
+
+func shortErr(err error) string {
+	s := strings.ReplaceAll(err.Error(), "|", "/")
+	if len(s) > 90 {
+		s = s[:90] + "…"
+	}
+	return s
+}
+
+// benchCreate: CreateSandbox(base) then echo until its output arrives.
+func (b *fbBench) benchCreate(ctx context.Context) {
+	var total, api samples
+	for i := range b.cfg.n {
+		t0 := time.Now()
+		sb, err := b.create(ctx)
+		if err != nil {
+			b.fail(err, "create.total", "create.api")
+			return
+		}
+		t1 := time.Now()
+		at, err := echoUntil(ctx, sb.Conn())
+		b.kill(ctx, sb.SandboxID)
+		if err != nil {
+			b.fail(err, "create.total")
+			return
+		}
+		total.addDur(at.Sub(t0))
+		api.addDur(t1.Sub(t0))
+		slog.Info("forkbox create", "i", i, "total", at.Sub(t0), "create", t1.Sub(t0))
+	}
+	b.res.Set("create.total", FB, total)
+	b.res.Set("create.api", FB, api)
+}
+
+// benchEcho: echo round trips on one warm sandbox.
+func (b *fbBench) benchEcho(ctx context.Context) {
+	sb, err := b.create(ctx)
+	if err != nil {
+		b.fail(err, "echo.rtt")
+		return
+	}
+	defer b.kill(ctx, sb.SandboxID)
+	conn := sb.Conn()
+	var rtt samples
+	for i := range b.cfg.echoN + 3 {
+		t0 := time.Now()
+		if _, err := echo(ctx, conn); err != nil {
+			b.fail(err, "echo.rtt")
+			return
+		}
+		if i >= 3 { // the first calls open connections
+			rtt.addDur(time.Since(t0))
+		}
+	}
+	b.res.Set("echo.rtt", FB, rtt)
+}
+
+// benchMemory: sandboxes idle for 2 s after create, measured by the
+// daemon's metrics route and from the host.
+func (b *fbBench) benchMemory(ctx context.Context) {
+	var host, dedup, pss, memfd, daemon samples
+	for range min(b.cfg.n, 5) {
+		sb, err := b.create(ctx)
+		if err != nil {
+			b.fail(err, "memory.host", "memory.daemon")
+			return
+		}
+		_, err = echoUntil(ctx, sb.Conn())
+		time.Sleep(2 * time.Second)
+		if err == nil {
+			var m hostMem
+			if m, err = measureHost(sb.SandboxID); err == nil {
+				host.add(mib(m.Total()))
+				dedup.add(mib(m.Dedup()))
+				pss.add(mib(m.PSS))
+				memfd.add(mib(m.MemFile))
+			}
+		}
+		if err == nil {
+			var ms []client.Metric
+			if ms, err = b.c.Metrics(ctx, sb.SandboxID); err == nil && len(ms) > 0 {
+				daemon.add(mib(ms[len(ms)-1].MemUsed))
+			} else if err == nil {
+				b.res.NA("memory.daemon", FB, "empty metrics")
+			}
+		}
+		b.kill(ctx, sb.SandboxID)
+		if err != nil {
+			b.fail(err, "memory.host", "memory.daemon")
+			return
+		}
+	}
+	b.res.Set("memory.host", FB, host)
+	b.res.Set("memory.dedup", FB, dedup)
+	b.res.Set("memory.pss", FB, pss)
+	b.res.Set("memory.memfd", FB, memfd)
+	b.res.Set("memory.daemon", FB, daemon)
+}
+
+// startWorkload starts workloadPy in the background in sandbox conn and
+// waits until it printed ready (e.g. "hogready").
+func startWorkload(ctx context.Context, conn *client.SandboxConn, ready string, modes ...string) error {
+	out := "/tmp/workload.out"
+	if code, err := conn.Exec(ctx, client.ExecOptions{Cmd: backgroundArgv(out, modes...)}); err != nil || code != 0 {
+		return fmt.Errorf("start workload: exit %d: %v", code, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		b, err := conn.ReadFile(ctx, out)
+		if err == nil && bytes.Contains(b, []byte(ready)) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("workload not ready (%q): %v", b, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// sandboxWith creates a sandbox running workloadPy with modes (none: tiny).
+func (b *fbBench) sandboxWith(ctx context.Context, modes ...string) (*client.Sandbox, error) {
+	sb, err := b.create(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(modes) == 0 {
+		return sb, nil
+	}
+	ready := "gapready"
+	if modes[0] == "hog" {
+		ready = "hogready"
+	}
+	if err := startWorkload(ctx, sb.Conn(), ready, modes...); err != nil {
+		b.kill(ctx, sb.SandboxID)
+		return nil, err
+	}
+	return sb, nil
+}

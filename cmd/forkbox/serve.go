@@ -1,0 +1,52 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/forkbox/forkbox/internal/daemon"
+	"github.com/forkbox/forkbox/internal/template"
+)
+
+// serve runs the daemon with the serve command's flags.
+func serve(cmd *cobra.Command, _ []string) error {
+	f := cmd.Flags()
+	str := func(name string) string { v, _ := f.GetString(name); return v }
+	level := new(slog.LevelVar)
+	if err := level.UnmarshalText([]byte(str("log-level"))); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(log)
+	sweep, _ := f.GetDuration("sweep-interval")
+	timeout, _ := f.GetDuration("default-timeout")
+	netIndex, _ := f.GetInt("network-index")
+	return daemon.Run(cmd.Context(), daemon.Options{
+		Listen: str("listen"), DataDir: str("data-dir"), TemplateDir: str("template-dir"),
+		Domain: str("domain"), RunscPath: str("runsc"), AgentPath: str("agent"),
+		SweepInterval: sweep, DefaultTimeout: timeout, NetworkIndex: netIndex,
+		Logger: log, Out: cmd.ErrOrStderr(),
+	})
+}
+
+// buildTemplate builds the base template's root filesystem ahead of serve.
+func buildTemplate(cmd *cobra.Command, _ []string) error {
+	f := cmd.Flags()
+	str := func(name string) string { v, _ := f.GetString(name); return v }
+	dir := str("template-dir")
+	if dir == "" {
+		dir = filepath.Join(str("data-dir"), "templates")
+	}
+	agent, err := daemon.FindBinary(str("agent"), "forkbox-agent")
+	if err != nil {
+		return err
+	}
+	_, err = template.EnsureBase(cmd.Context(), template.Options{
+		TemplateDir: dir, AgentPath: agent, Progress: cmd.ErrOrStderr(),
+	})
+	return err
+}
