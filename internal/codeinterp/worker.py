@@ -328,9 +328,13 @@ class _PyplotHook(importlib.abc.MetaPathFinder):
         original = spec.loader.exec_module
         kernel = self.kernel
 
+        def show(*args, **kwargs):
+            """Sends every open figure as a result and closes it."""
+            kernel.show_figures()
+
         def exec_module(module):
             original(module)
-            module.show = kernel.show_figures
+            module.show = show
 
         spec.loader.exec_module = exec_module
         return spec

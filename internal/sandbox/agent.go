@@ -59,7 +59,7 @@ func newTransport(dial func(ctx context.Context, id string, port int) (net.Conn,
 		// Our own calls (/init, /health) are rare: no pooled connections that
 		// could outlive the sandbox incarnation they were made to.
 		DisableKeepAlives: !keepAlive,
-		IdleConnTimeout:     30 * time.Second,
+		IdleConnTimeout:   30 * time.Second,
 		// Streams (process output, watchers) are long-lived: no overall
 		// timeout here, the caller's context bounds each request.
 		ResponseHeaderTimeout: 0,

@@ -88,7 +88,7 @@ type targetKey struct{}
 func newDataPlane(s *Server) *dataPlane {
 	d := &dataPlane{s: s}
 	d.rp = &httputil.ReverseProxy{
-		Rewrite:   d.rewrite,
+		Rewrite: d.rewrite,
 		// Dials through Manager.Dial: sandboxes that are not running are
 		// refused (ErrConflict), paused auto-resume ones are resumed.
 		Transport: s.mgr.Transport(),
