@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -104,8 +105,8 @@ func (b *fbBench) fail(err error, keys ...string) {
 
 func shortErr(err error) string {
 	s := strings.ReplaceAll(err.Error(), "|", "/")
-	if len(s) > 90 {
-		s = s[:90] + "…"
+	if len(s) > 60 {
+		s = s[:60] + "…"
 	}
 	return s
 }
@@ -231,9 +232,9 @@ func (b *fbBench) sandboxWith(ctx context.Context, modes ...string) (*client.San
 	if len(modes) == 0 {
 		return sb, nil
 	}
-	ready := "gapready"
-	if modes[0] == "hog" {
-		ready = "hogready"
+	ready := "hogready"
+	if slices.Contains(modes, "gap") {
+		ready = "gapready"
 	}
 	if err := startWorkload(ctx, sb.Conn(), ready, modes...); err != nil {
 		b.kill(ctx, sb.SandboxID)

@@ -13,19 +13,22 @@ import (
 	"syscall"
 
 	"github.com/forkbox/forkbox/internal/agent"
+	"github.com/forkbox/forkbox/internal/codeinterp"
 )
 
 func main() {
 	addr := flag.String("addr", fmt.Sprintf("0.0.0.0:%d", agent.DefaultPort), "TCP address to listen on")
 	level := flag.String("log-level", "info", "log level: debug, info, warn or error")
+	codeAddr := flag.String("code-addr", fmt.Sprintf("0.0.0.0:%d", codeinterp.DefaultPort), "TCP address of the code interpreter (empty disables it)")
+	codePrewarm := flag.Bool("code-prewarm", false, "start the default Python context at boot")
 	flag.Parse()
-	if err := run(*addr, *level); err != nil {
+	if err := run(*addr, *level, *codeAddr, *codePrewarm); err != nil {
 		fmt.Fprintln(os.Stderr, "forkbox-agent:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, level string) error {
+func run(addr, level, codeAddr string, codePrewarm bool) error {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
 		return fmt.Errorf("bad --log-level: %w", err)
@@ -40,6 +43,28 @@ func run(addr, level string) error {
 		return err
 	}
 	log.Info("forkbox-agent listening", "addr", l.Addr().String(), "envd_version", agent.Version, "pid", os.Getpid())
+	if codeAddr != "" {
+		go serveCode(ctx, log, codeAddr, l.Addr(), codePrewarm)
+	}
 	a := agent.New(agent.Config{Logger: log})
 	return a.Serve(ctx, l)
+}
+
+// serveCode runs the code interpreter beside envd; its failure is logged
+// but never takes the agent down.
+func serveCode(ctx context.Context, log *slog.Logger, addr string, envd net.Addr, prewarm bool) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		log.Error("code interpreter disabled", "err", err)
+		return
+	}
+	envdURL := ""
+	if ta, ok := envd.(*net.TCPAddr); ok {
+		envdURL = fmt.Sprintf("http://127.0.0.1:%d", ta.Port)
+	}
+	log.Info("code interpreter listening", "addr", l.Addr().String())
+	s := codeinterp.New(codeinterp.Config{Logger: log, EnvdURL: envdURL, Prewarm: prewarm})
+	if err := s.Serve(ctx, l); err != nil {
+		log.Error("code interpreter stopped", "err", err)
+	}
 }

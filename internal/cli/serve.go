@@ -21,7 +21,8 @@ func serveCmd() *cobra.Command {
 the agents in the sandboxes, and the TTL sweeper. It stops cleanly on SIGINT or
 SIGTERM; paused sandboxes and snapshots survive restarts in --data-dir.`,
 		Example: `  forkbox serve
-  forkbox serve --listen 0.0.0.0:3000 --data-dir /srv/forkbox --log-level debug`,
+  forkbox serve --listen 0.0.0.0:3000 --data-dir /srv/forkbox --log-level debug
+  forkbox serve --domain forkbox.test --tls-listen 127.0.0.1:443`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ServeFunc == nil {
@@ -33,7 +34,10 @@ SIGTERM; paused sandboxes and snapshots survive restarts in --data-dir.`,
 	f := cmd.Flags()
 	f.String("listen", "127.0.0.1:3000", "address to serve the API and data plane on")
 	f.String("data-dir", "/var/lib/forkbox", "directory for the database, snapshots and rootfs")
-	f.String("domain", "", "domain of per-port sandbox hosts (<port>-<id>.<domain>)")
+	f.String("domain", "", "domain of per-port sandbox hosts (<port>-<id>.<domain>) returned to clients (default: none, clients keep their URLs)")
+	f.String("tls-listen", "", "also serve with TLS on this address (e.g. 127.0.0.1:443), for clients that build https://<port>-<id>.<domain> URLs")
+	f.String("tls-cert", "", "PEM certificate (chain) for --tls-listen (default: issued by a local CA generated in <data-dir>/tls)")
+	f.String("tls-key", "", "PEM private key of --tls-cert")
 	f.String("runsc", "", "path of the runsc binary (default: found next to forkbox or in PATH)")
 	f.String("agent", "", "path of the forkbox-agent binary put into every sandbox")
 	f.Duration("sweep-interval", time.Second, "how often expired sandboxes are paused or killed")

@@ -55,7 +55,7 @@ class Channel:
         self.interrupt_pending = False
 
     def send(self, event):
-        data = (json.dumps(_sanitize(event), ensure_ascii=False) + "\n").encode("utf-8", "replace")
+        data = (json.dumps(_sanitize(event), ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "replace")
         main = threading.current_thread() is threading.main_thread()
         if main:
             self.main_busy = True

@@ -29,6 +29,12 @@ type Options struct {
 	Domain      string
 	RunscPath   string
 	AgentPath   string
+	// TLSListen, if set, serves the same API and data plane with TLS
+	// there; the certificate is TLSCert/TLSKey (PEM files) or, when
+	// unset, a leaf for *.Domain issued by a CA in DataDir/tls.
+	TLSListen string
+	TLSCert   string
+	TLSKey    string
 	// NetworkIndex separates the networks of several daemons on one host
 	// (0: the default 10.201.0.0/16; n: 10.(201+n).0.0/16, 1..50).
 	NetworkIndex int
@@ -130,9 +136,17 @@ func serve(ctx context.Context, o Options, h http.Handler, mgr *sandbox.Manager,
 	evCtx, stopEvictor := context.WithCancel(ctx)
 	evDone := make(chan struct{})
 	go func() { defer close(evDone); mgr.Run(evCtx) }()
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()
+	tf, err := startTLS(o, h, errc)
+	if err != nil {
+		hs.Close()
+		stopEvictor()
+		<-evDone
+		return err
+	}
 	printBanner(o.Out, ln.Addr(), key)
+	tf.printBanner(o.Out, o.Domain)
 	o.Logger.Info("forkbox serving", "addr", ln.Addr().String(), "data", o.DataDir)
 	if o.Ready != nil {
 		o.Ready(ln.Addr())
@@ -146,6 +160,9 @@ func serve(ctx context.Context, o Options, h http.Handler, mgr *sandbox.Manager,
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if serr := hs.Shutdown(shutCtx); serr != nil && err == nil {
+		err = serr
+	}
+	if serr := tf.shutdown(shutCtx); serr != nil && err == nil {
 		err = serr
 	}
 	if errors.Is(err, http.ErrServerClosed) {

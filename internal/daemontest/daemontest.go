@@ -217,6 +217,7 @@ func (d *Daemon) Stop() {
 		}
 	}
 	d.logFile.Close()
+	unmountUnder(d.DataDir)
 	if d.t.Failed() {
 		d.t.Logf("daemon log:\n%s", d.Log())
 	}
@@ -265,6 +266,8 @@ func (d *Daemon) Env() []string {
 	return append(os.Environ(),
 		"E2B_API_URL="+d.URL, "E2B_SANDBOX_URL="+d.URL, "E2B_API_KEY="+d.APIKey,
 		"E2B_DOMAIN=", "FORKBOX_API_URL="+d.URL, "FORKBOX_API_KEY="+d.APIKey,
+		// novita-sandbox, E2B's fork, reads its own variable names.
+		"NOVITA_API_URL="+d.URL, "NOVITA_SANDBOX_URL="+d.URL, "NOVITA_API_KEY="+d.APIKey,
 	)
 }
 
@@ -284,4 +287,20 @@ func Context(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// unmountUnder lazily unmounts everything mounted below dir (runsc keeps a
+// bind mount of a null network namespace in its state directory), so the
+// test's temporary directory can be removed.
+func unmountUnder(dir string) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			syscall.Unmount(f[4], syscall.MNT_DETACH)
+		}
+	}
 }

@@ -50,6 +50,11 @@ func (m *Manager) claim(ctx context.Context, id string, to State, from ...State)
 	e.state, e.from = to, prev
 	e.done = make(chan struct{})
 	m.persistLocked(ctx, e)
+	if prev == StateRunning && to != StateSnapshotting {
+		// Leaving running (kill, pause, rollback): the sandbox's side of its
+		// connections is about to vanish; cut them so clients hear about it.
+		go m.dataConns.closeAll(id)
+	}
 	return e, prev, nil
 }
 

@@ -25,7 +25,7 @@ func (m *Manager) Dial(ctx context.Context, id string, port int) (net.Conn, erro
 	if err != nil {
 		return nil, fmt.Errorf("sandbox %s port %d: %w", id, port, errdefs.ErrUnavailable)
 	}
-	return conn, nil
+	return m.dataConns.track(id, conn), nil
 }
 
 // CheckRunning returns nil when the data plane may reach the sandbox.

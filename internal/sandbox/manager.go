@@ -75,6 +75,10 @@ type Manager struct {
 	// holding the entry's claim (a transient state).
 	boxes map[string]*entry
 
+	// dataConns are the data plane's open connections, cut when a sandbox
+	// stops running.
+	dataConns connSet
+
 	// evictSem bounds concurrent evictions.
 	evictSem chan struct{}
 }

@@ -22,6 +22,13 @@ const (
 	SandboxPortHeader = "E2b-Sandbox-Port"
 )
 
+// routingHeaders are the (id, port) header pairs of the SDKs we serve:
+// E2B's, and Novita's fork of it, which renamed them.
+var routingHeaders = [][2]string{
+	{SandboxIDHeader, SandboxPortHeader},
+	{"Novita-Sandbox-Id", "Novita-Sandbox-Port"},
+}
+
 // target is where a data-plane request goes.
 type target struct {
 	id   string
@@ -33,12 +40,16 @@ type target struct {
 // form <port>-<sandboxID>.<domain>. A data-plane request with a malformed
 // port has ok set and an ErrInvalidArgument.
 func dataPlaneTarget(r *http.Request) (t target, ok bool, err error) {
-	if id := strings.TrimSpace(r.Header.Get(SandboxIDHeader)); id != "" {
+	for _, hp := range routingHeaders {
+		id := strings.TrimSpace(r.Header.Get(hp[0]))
+		if id == "" {
+			continue
+		}
 		t.id = id
-		if p := strings.TrimSpace(r.Header.Get(SandboxPortHeader)); p != "" {
+		if p := strings.TrimSpace(r.Header.Get(hp[1])); p != "" {
 			n, perr := strconv.Atoi(p)
 			if perr != nil || n < 1 || n > 65535 {
-				return t, true, fmt.Errorf("bad %s %q: %w", SandboxPortHeader, p, errdefs.ErrInvalidArgument)
+				return t, true, fmt.Errorf("bad %s %q: %w", hp[1], p, errdefs.ErrInvalidArgument)
 			}
 			t.port = n
 		}
@@ -180,9 +191,11 @@ func (d *dataPlane) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.URL.Host = d.s.mgr.DataPlaneHost(t.id, t.port)
 	pr.Out.Host = pr.In.Host
 	pr.SetXForwarded()
-	for _, h := range []string{SandboxIDHeader, SandboxPortHeader, TrafficTokenHeader} {
-		pr.Out.Header.Del(h)
+	for _, hp := range routingHeaders {
+		pr.Out.Header.Del(hp[0])
+		pr.Out.Header.Del(hp[1])
 	}
+	pr.Out.Header.Del(TrafficTokenHeader)
 }
 
 // proxyError answers a failure to reach the sandbox (dial or round trip).

@@ -10,6 +10,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -32,9 +33,22 @@ const jsTimeout = 15 * time.Minute
 func jsDir(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(daemontest.RepoRoot(t), "test", "e2e", "js")
-	for _, pkg := range []string{"e2b", "@e2b/code-interpreter", "novita-sandbox"} {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json")); err != nil {
-			t.Fatalf("e2e: npm package %s missing in %s/node_modules — run `make deps`: %v", pkg, dir, err)
+	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkg struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	if err := json.Unmarshal(b, &pkg); err != nil {
+		t.Fatalf("e2e: %s/package.json: %v", dir, err)
+	}
+	if _, ok := pkg.Dependencies["e2b"]; !ok {
+		t.Fatalf("e2e: %s/package.json does not depend on e2b", dir)
+	}
+	for name := range pkg.Dependencies {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", name, "package.json")); err != nil {
+			t.Fatalf("e2e: npm package %s missing in %s/node_modules — run `make deps`: %v", name, dir, err)
 		}
 	}
 	if _, err := exec.LookPath("node"); err != nil {
@@ -56,10 +70,12 @@ func serveArgs(t *testing.T) []string {
 	return nil
 }
 
-// startDaemon starts a daemon for the test. Its data dir is checked after
-// the daemon has stopped: a mount left under it (runsc pins a "null-netns"
-// there) is a leak of the daemon on the host, reported as a failure and
-// then cleaned up so the next run starts clean.
+// startDaemon starts a daemon for the test (daemontest adds its own network
+// index and a 200 ms sweep; the flag is passed again here in case that
+// changes). Its data dir is checked after daemontest has stopped the daemon
+// and undone runsc's known null-netns bind mount: anything still mounted
+// there is a leak on the host, reported as a failure and then cleaned up so
+// the next run starts clean.
 func startDaemon(t *testing.T) *daemontest.Daemon {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "forkbox-e2e-")

@@ -1,0 +1,233 @@
+// Command bench measures forkbox against raw runsc on the same machine in
+// one run and writes docs/benchmarks.md.
+//
+//	go run ./bench -bin bin -template-dir /var/lib/forkbox/templates -out docs/benchmarks.md [-n 15] [-only create,echo,...]
+//
+// It must run as root (runsc, network namespaces, cgroups). It starts its
+// own daemon (`bin/forkbox serve`, or internal/daemon.Run in a child process
+// while that CLI does not exist) on a free loopback port with network index
+// 7, and drives raw runsc with its own --root and namespaces fbbench-N
+// (10.250.N.0/24). Everything it creates is removed at the end, also on
+// failure or interrupt.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type config struct {
+	bin, templateDir, out string
+	n, echoN, cloneReps   int
+	only                  map[string]bool
+	keep                  bool
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == internalDaemonArg {
+		if err := runInternalDaemon(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "daemon:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	if err := run(); err != nil {
+		slog.Error("bench failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags() (config, error) {
+	var c config
+	var only string
+	flag.StringVar(&c.bin, "bin", "bin", "directory with forkbox (optional), forkbox-agent and runsc")
+	flag.StringVar(&c.templateDir, "template-dir", "/var/lib/forkbox/templates", "template directory (base/rootfs)")
+	flag.StringVar(&c.out, "out", "docs/benchmarks.md", "report to write")
+	flag.IntVar(&c.n, "n", 15, "iterations per measurement")
+	flag.IntVar(&c.echoN, "echo-n", 50, "echo round trips")
+	flag.IntVar(&c.cloneReps, "clone-reps", 3, "rounds per clone count")
+	flag.StringVar(&only, "only", "", "comma-separated sections: "+sectionNames())
+	flag.BoolVar(&c.keep, "keep", false, "keep the temporary directory (daemon log, data)")
+	flag.Parse()
+	if c.n < 1 || c.echoN < 1 || c.cloneReps < 1 {
+		return c, fmt.Errorf("-n, -echo-n and -clone-reps must be positive")
+	}
+	c.only = map[string]bool{}
+	for _, s := range strings.Split(only, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			if !strings.Contains(","+sectionNames()+",", ","+s+",") {
+				return c, fmt.Errorf("unknown section %q (have %s)", s, sectionNames())
+			}
+			c.only[s] = true
+		}
+	}
+	var err error
+	c.bin, err = filepath.Abs(c.bin)
+	return c, err
+}
+
+func sectionNames() string {
+	var ns []string
+	for _, s := range sections {
+		ns = append(ns, s.name)
+	}
+	return strings.Join(ns, ",")
+}
+
+func (c config) want(section string) bool { return len(c.only) == 0 || c.only[section] }
+
+func run() error {
+	cfg, err := parseFlags()
+	if err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("run as root (runsc, namespaces, cgroups)")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	tmp, err := os.MkdirTemp("", "forkbox-bench-")
+	if err != nil {
+		return err
+	}
+	if !cfg.keep {
+		defer os.RemoveAll(tmp)
+	}
+	start := time.Now()
+	res := newResults()
+	runRaw(ctx, cfg, res, filepath.Join(tmp, "raw"))
+	if err := runForkbox(ctx, cfg, res, tmp); err != nil {
+		slog.Error("forkbox part failed", "err", err)
+		res.Note("create", "The forkbox part did not run: %s", shortErr(err))
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted; no report written")
+	}
+	h := Header{
+		Command: "go run ./bench " + strings.Join(os.Args[1:], " "), Date: start.UTC().Format("2006-01-02 15:04 MST"),
+		Machine: machine(), Runsc: runscVersion(cfg.bin), Duration: time.Since(start).Round(time.Second).String(),
+		N: cfg.n, EchoN: cfg.echoN, CloneReps: cfg.cloneReps,
+	}
+	if err := writeReport(cfg.out, h, res, sections, cfg.only); err != nil {
+		return err
+	}
+	slog.Info("report written", "path", cfg.out, "took", time.Since(start).Round(time.Second))
+	return nil
+}
+
+// runRaw runs the raw runsc measurements of the selected sections.
+func runRaw(ctx context.Context, cfg config, res *Results, dir string) {
+	rb, err := newRawBench(ctx, cfg, res, dir)
+	if err != nil {
+		slog.Error("raw runsc setup failed", "err", err)
+		return
+	}
+	defer rb.close(ctx)
+	steps := benchSteps(cfg, rb.benchCreate, rb.benchEcho, rb.benchMemory, rb.benchPauseResume,
+		rb.benchSnapshot, rb.benchClone, rb.benchRollback)
+	for _, s := range steps {
+		if ctx.Err() != nil {
+			return
+		}
+		slog.Info("raw runsc", "section", s.name)
+		s.f(ctx)
+	}
+}
+
+// runForkbox starts a daemon, runs the forkbox measurements and stops it.
+func runForkbox(ctx context.Context, cfg config, res *Results, tmp string) error {
+	d, err := startDaemon(ctx, cfg.bin, cfg.templateDir, tmp)
+	if err != nil {
+		return err
+	}
+	defer d.Stop(context.WithoutCancel(ctx))
+	res.Note("create", "forkbox daemon: `%s`; its log is in the run's temporary directory (-keep keeps it).", d.Launcher)
+	fb := &fbBench{c: d.Client, d: d, res: res, cfg: cfg}
+	steps := benchSteps(cfg, fb.benchCreate, fb.benchEcho, fb.benchMemory, fb.benchPauseResume,
+		fb.benchSnapshot, fb.benchClone, fb.benchRollback)
+	for _, s := range steps {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		slog.Info("forkbox", "section", s.name)
+		s.f(ctx)
+	}
+	return nil
+}
+
+type step struct {
+	name string
+	f    func(context.Context)
+}
+
+// benchSteps orders one side's measurements; the persistence ones run per
+// size (tiny, then 256 MiB). Pause and resume are one measurement.
+func benchSteps(cfg config, create, echo, memory func(context.Context),
+	pause, snapshot, clone, rollback func(context.Context, size)) []step {
+	var out []step
+	add := func(name string, f func(context.Context)) {
+		if cfg.want(name) {
+			out = append(out, step{name, f})
+		}
+	}
+	perSize := func(f func(context.Context, size)) func(context.Context) {
+		return func(ctx context.Context) {
+			for _, sz := range sizes {
+				f(ctx, sz)
+			}
+		}
+	}
+	add("create", create)
+	add("echo", echo)
+	add("memory", memory)
+	if cfg.want("pause") || cfg.want("resume") {
+		out = append(out, step{"pause+resume", perSize(pause)})
+	}
+	add("snapshot", perSize(snapshot))
+	add("clone", perSize(clone))
+	add("rollback", perSize(rollback))
+	return out
+}
+
+// machine describes the host: cores, memory, kernel.
+func machine() string {
+	mem := "?"
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int64
+		fmt.Sscanf(strings.TrimPrefix(strings.SplitN(string(b), "\n", 2)[0], "MemTotal:"), "%d", &kb)
+		mem = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
+	}
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	return fmt.Sprintf("%d CPUs (nproc), %s RAM, Linux %s, %s/%s, %s", runtime.NumCPU(), mem,
+		strings.TrimSpace(string(kernel)), runtime.GOOS, runtime.GOARCH, osName())
+}
+
+func osName() string {
+	b, _ := os.ReadFile("/etc/os-release")
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "PRETTY_NAME="); ok {
+			return strings.Trim(v, `"`)
+		}
+	}
+	return "unknown OS"
+}
+
+func runscVersion(bin string) string {
+	out, err := exec.Command(filepath.Join(bin, "runsc"), "--version").Output()
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	v := strings.Join(strings.Fields(string(out)), " ")
+	return "`" + v + "` (static build of gvisor.dev/gvisor v0.0.0-20260905035102-160fafc42237, pinned in go.mod)"
+}

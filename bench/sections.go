@@ -1,0 +1,85 @@
+package main
+
+// sections are the report's tables, in order. Row keys are filled by the
+// forkbox (FB) and raw runsc (Raw) measurements.
+var sections = []sectionDef{
+	{name: "create", title: "Create → first command output",
+		intro: "forkbox: `CreateSandbox(base)` (a restore of the warm, booted base template image) then `Exec(/bin/echo hi)` " +
+			"through the data-plane proxy until the output arrives. Raw runsc: `runsc create` + `runsc start` of a bundle whose " +
+			"process is `/bin/echo hi`, stdout a pipe read until \"hi\" (namespace prepared beforehand, not timed). " +
+			"The forkbox create is a restore, so `resume` below (raw restore → first output) is the closer floor.",
+		rows: []rowDef{
+			{"create.total", "create → first output (tiny)", "ms", createTarget},
+			{"create.api", "create call alone (forkbox `POST /sandboxes`; raw `runsc create`)", "ms", nil},
+		}},
+	{name: "echo", title: "`echo` round trip",
+		intro: "forkbox: `Exec(Cmd: [/bin/echo hi])` (argv form, no shell) on a warm sandbox through the proxy, call to return. " +
+			"Raw runsc: `runsc exec <id> /bin/echo hi`, process start to exit. 3 warm-up calls are dropped.",
+		rows: []rowDef{{"echo.rtt", "echo hi round trip", "ms", atMost(15, "p50 ≤ 15 ms")}}},
+	{name: "memory", title: "Idle sandbox memory",
+		intro: "Measured 2 s after create (forkbox: after the first echo). Host view: PSS (`/proc/<pid>/smaps_rollup`) of the " +
+			"container's runsc-sandbox (sentry) with its systrap stub children and runsc-gofer, plus the allocated blocks of the " +
+			"sentry's `runsc-memory` memfd (design.md: PSS alone misses unmapped guest memory). Raw runsc runs `/bin/sleep`; " +
+			"forkbox runs its agent. The daemon's figure is `memUsed` of `GET /sandboxes/{id}/metrics`.",
+		rows: []rowDef{
+			{"memory.host", "host: PSS + memory-file blocks", "MiB", atMost(40, "≤ 40 MiB")},
+			{"memory.dedup", "host, without the memfd pages counted twice (PSS − Pss_Shmem + memfd)", "MiB", nil},
+			{"memory.pss", "  PSS part (sentry + stubs + gofer)", "MiB", nil},
+			{"memory.memfd", "  memory-file allocated blocks", "MiB", nil},
+			{"memory.daemon", "daemon-reported memUsed (cgroup memory.usage_in_bytes)", "MiB", nil},
+		}},
+	{name: "pause", title: "Pause",
+		intro: "Time from the pause request until the sandbox's runsc-sandbox process has exited (memory image written, memory " +
+			"released). forkbox: `Pause` (the call itself returns at once, the pause finishes in the background). Raw: " +
+			"`runsc checkpoint` (no --leave-running). 256 MiB: a python process holding 256 MiB of touched pages. " +
+			"s/GiB divides the pause time by the sandbox's host memory (PSS + memory file) measured just before.",
+		rows: []rowDef{
+			{"pause.tiny", "pause, tiny", "ms", nil},
+			{"pause.256", "pause, 256 MiB resident", "ms", nil},
+			{"pause.tiny.rate", "pause, tiny, per GiB of sandbox memory", "s/GiB", nil},
+			{"pause.256.rate", "pause, 256 MiB, per GiB of sandbox memory", "s/GiB", atMost(1, "≤ 1 s per GiB")},
+			{"pause.ack", "pause API call returns (tiny)", "ms", nil},
+		}},
+	{name: "resume", title: "Resume → first command output",
+		intro: "forkbox: `Connect` of the paused sandbox then `Exec(echo hi)` until output. Raw: `runsc restore --detach` of the " +
+			"pause image as a new container (its namespace prepared beforehand) then `runsc exec echo hi`.",
+		rows: []rowDef{
+			{"resume.tiny", "resume → first output, tiny", "ms", atMost(250, "≤ 250 ms")},
+			{"resume.256", "resume → first output, 256 MiB", "ms", nil},
+			{"resume.api", "Connect call alone, tiny", "ms", nil},
+		}},
+	{name: "snapshot", title: "Live snapshot: how long the source is frozen",
+		intro: "The sandbox runs a python ticker (`time.sleep(0.001)` in a loop) that prints every gap between two ticks longer " +
+			"than 3 ms with its CLOCK_REALTIME end time. A frozen sandbox cannot tick, so the longest gap that ended during the " +
+			"snapshot call (+0.5 s slack) is the freeze as the sandbox itself saw it; \"3\" means no gap above the 3 ms threshold. " +
+			"This is clearer than timing echo round trips from outside, whose own 10–30 ms latency and queueing blur the freeze. " +
+			"forkbox: `Snapshot` (then the snapshot is deleted); raw: `runsc checkpoint --leave-running`.",
+		rows: []rowDef{
+			{"snapshot.freeze.tiny", "freeze, tiny (ticker only)", "ms", atMost(100, "≤ 100 ms")},
+			{"snapshot.freeze.256", "freeze, 256 MiB resident", "ms", nil},
+			{"snapshot.call.tiny", "snapshot call wall time, tiny", "ms", nil},
+			{"snapshot.call.256", "snapshot call wall time, 256 MiB", "ms", nil},
+			{"snapshot.image.tiny", "image size on disk, tiny", "MiB", nil},
+			{"snapshot.image.256", "image size on disk, 256 MiB", "MiB", nil},
+		}},
+	{name: "clone", title: "Clone ×k → every clone answers",
+		intro: "forkbox: `Clone(count=k, strict)` of a running source, then `Exec(echo hi)` in every clone concurrently; wall " +
+			"time until all answered (includes the source's snapshot). Raw: one `checkpoint --leave-running` of the source " +
+			"(not timed), then k concurrent `runsc restore --detach` into k prepared namespaces, each followed by `runsc exec " +
+			"echo hi`. Fewer rounds (see header) because each is expensive.",
+		rows: []rowDef{
+			{"clone.tiny.1", "clone ×1, tiny", "ms", nil},
+			{"clone.tiny.4", "clone ×4, tiny", "ms", nil},
+			{"clone.tiny.10", "clone ×10, tiny", "ms", nil},
+			{"clone.256.1", "clone ×1, 256 MiB", "ms", nil},
+			{"clone.256.4", "clone ×4, 256 MiB", "ms", nil},
+			{"clone.256.10", "clone ×10, 256 MiB", "ms", atMost(4000, "≤ 4 s")},
+		}},
+	{name: "rollback", title: "Rollback → first command output",
+		intro: "forkbox: `Rollback(id, snapshot)` then `Exec(echo hi)` until output (same sandbox id). Raw (recipe): `runsc " +
+			"delete --force`, re-add eth0's address and route, `runsc restore --detach` under the same id, `runsc exec echo hi`.",
+		rows: []rowDef{
+			{"rollback.tiny", "rollback → first output, tiny", "ms", atMost(250, "≤ 250 ms")},
+			{"rollback.256", "rollback → first output, 256 MiB", "ms", nil},
+		}},
+}

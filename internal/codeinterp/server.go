@@ -1,0 +1,220 @@
+// Package codeinterp is forkbox's stateful code interpreter: an HTTP server,
+// compatible with E2B's code-interpreter API (port 49999), that runs code in
+// long-lived per-context worker processes inside the sandbox.
+//
+// Every piece of interpreter state lives in those worker processes (a Python
+// process running the embedded worker.py, or a bash process), so a sandbox
+// checkpoint captures it: contexts survive pause/resume, snapshots, clones
+// and rollbacks without any host-side bookkeeping.
+//
+// Routes: POST /execute streams newline-delimited JSON events; POST and GET
+// /contexts, POST /contexts/{id}/restart and DELETE /contexts/{id} manage
+// contexts; GET /health reports liveness.
+package codeinterp
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+)
+
+// DefaultPort is the TCP port E2B clients expect the code interpreter on.
+const DefaultPort = 49999
+
+// Config configures a Server. The zero value is usable.
+type Config struct {
+	// Logger receives the server's logs; nil means slog.Default().
+	Logger *slog.Logger
+	// Python is the interpreter for Python contexts (default "python3").
+	Python string
+	// Bash is the shell for bash contexts (default "bash").
+	Bash string
+	// WorkDir is the default working directory of new contexts. Empty means
+	// the default user's home directory (/home/user in templates).
+	WorkDir string
+	// DefaultUser is the account workers run as. Empty means "user" if that
+	// account exists, else the server's own account.
+	DefaultUser string
+	// EnvdURL, when set, is envd's base URL (e.g. http://127.0.0.1:49983).
+	// Like E2B, the environment variables envd reports at /envs are applied
+	// to a context on its first execution.
+	EnvdURL string
+	// InterruptGrace is how long an interrupted cell may take to stop
+	// before its worker is killed and restarted (default 10s).
+	InterruptGrace time.Duration
+	// Prewarm starts the default Python context when Serve starts, so a
+	// template checkpoint already holds a running interpreter.
+	Prewarm bool
+}
+
+// Server is the code-interpreter server. Create it with New; it is safe for
+// concurrent use.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	handler http.Handler
+	worker  workerFile
+
+	mu       sync.Mutex
+	contexts map[string]*codeContext // guarded by mu
+	order    []string                // context ids in creation order; guarded by mu
+	defaults map[string]string       // language -> default context id; guarded by mu
+	defMu    sync.Mutex              // serialises creating default contexts
+}
+
+// New builds a Server from cfg.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Python == "" {
+		cfg.Python = "python3"
+	}
+	if cfg.Bash == "" {
+		cfg.Bash = "bash"
+	}
+	if cfg.InterruptGrace <= 0 {
+		cfg.InterruptGrace = 10 * time.Second
+	}
+	s := &Server{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		contexts: map[string]*codeContext{},
+		defaults: map[string]string{},
+	}
+	s.handler = s.buildHandler()
+	return s
+}
+
+func (s *Server) buildHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", s.handleHealth)
+	mux.HandleFunc("POST /execute", s.handleExecute)
+	mux.HandleFunc("POST /contexts", s.handleCreateContext)
+	mux.HandleFunc("GET /contexts", s.handleListContexts)
+	mux.HandleFunc("POST /contexts/{id}/restart", s.handleRestartContext)
+	mux.HandleFunc("DELETE /contexts/{id}", s.handleDeleteContext)
+	return withCORS(mux)
+}
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Serve answers requests on l until ctx is done, then shuts down (waiting up
+// to five seconds for in-flight requests) and stops every worker.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	if s.cfg.Prewarm {
+		go s.prewarm(ctx)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		s.Close()
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := srv.Shutdown(shutdownCtx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = srv.Close()
+	}
+	s.Close()
+	if serveErr := <-errc; !errors.Is(serveErr, http.ErrServerClosed) {
+		return serveErr
+	}
+	return err
+}
+
+func (s *Server) prewarm(ctx context.Context) {
+	if _, err := s.defaultContext(ctx, langPython); err != nil {
+		s.log.Warn("code interpreter: prewarm failed", "err", err)
+	}
+}
+
+// Close stops every context's worker and removes the worker script. The
+// server stays usable: later requests start new workers.
+func (s *Server) Close() {
+	s.mu.Lock()
+	ctxs := make([]*codeContext, 0, len(s.contexts))
+	for _, c := range s.contexts {
+		ctxs = append(ctxs, c)
+	}
+	s.contexts = map[string]*codeContext{}
+	s.order = nil
+	s.defaults = map[string]string{}
+	s.mu.Unlock()
+	for _, c := range ctxs {
+		c.close()
+	}
+	s.worker.remove()
+}
+
+// withCORS lets browser clients call the API, as E2B's server does.
+func withCORS(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", "*")
+		if r.Method == http.MethodOptions {
+			h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
+			h.Set("Access-Control-Allow-Headers", "*")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// workerFile is the embedded worker script, written to a temporary file the
+// first time a Python context starts.
+type workerFile struct {
+	mu   sync.Mutex
+	path string
+}
+
+func (f *workerFile) get() (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.path != "" {
+		if _, err := os.Stat(f.path); err == nil {
+			return f.path, nil
+		}
+	}
+	tmp, err := os.CreateTemp("", "forkbox-codeinterp-*.py")
+	if err != nil {
+		return "", err
+	}
+	_, err = tmp.Write(workerSource)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644) // the worker may run as another user
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	f.path = tmp.Name()
+	return f.path, nil
+}
+
+func (f *workerFile) remove() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.path != "" {
+		os.Remove(f.path)
+		f.path = ""
+	}
+}
