@@ -213,3 +213,26 @@ func runInternalDaemon(args []string) error {
 	}
 	return err
 }
+
+// loggedDurations collects the took= values of the daemon's log lines
+// whose message is msg (the daemon's own view of an operation).
+func loggedDurations(path, msg string) samples {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out samples
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.Contains(line, `msg="`+msg+`"`) {
+			continue
+		}
+		_, rest, ok := strings.Cut(line, " took=")
+		if !ok {
+			continue
+		}
+		if d, err := time.ParseDuration(strings.Fields(rest)[0]); err == nil {
+			out.addDur(d)
+		}
+	}
+	return out
+}

@@ -163,6 +163,10 @@ func runForkbox(ctx context.Context, cfg config, res *Results, tmp string) error
 		slog.Info("forkbox", "section", s.name)
 		s.f(ctx)
 	}
+	if st := summarize(loggedDurations(d.LogPath, "sandbox paused")); st != nil {
+		res.Note("pause", "Cross-check: the daemon's own log (\"sandbox paused took=…\", checkpoint + release) says p50 %s ms, p90 %s ms over %d pauses of both sizes.",
+			num(st.P50), num(st.P90), st.N)
+	}
 	return nil
 }
 

@@ -37,6 +37,7 @@ func TestHandlerServesFiles(t *testing.T) {
 		{"/index.html", "text/html; charset=utf-8", `href="style.css"`},
 		{"/app.js", "text/javascript; charset=utf-8", "/lineage"},
 		{"/style.css", "text/css; charset=utf-8", ".badge"},
+		{"/favicon.svg", "image/svg+xml", "<svg"},
 	} {
 		resp := get(t, h, tc.path)
 		if resp.StatusCode != http.StatusOK {

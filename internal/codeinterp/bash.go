@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 )
@@ -138,8 +137,8 @@ func (k *bashKernel) execute(ctx context.Context, req cellRequest, emit func([]b
 func (k *bashKernel) pump(ctx context.Context, emit func([]byte)) (int, error) {
 	ended := map[string]bool{}
 	rc := 0
-	done := ctx.Done()
-	var grace <-chan time.Time
+	in := newInterrupter(ctx, k.p, k.grace)
+	defer in.stop()
 	for len(ended) < 2 {
 		select {
 		case c, ok := <-k.chunks:
@@ -152,15 +151,13 @@ func (k *bashKernel) pump(ctx context.Context, emit func([]byte)) (int, error) {
 			} else if c.text != "" {
 				emit(mustJSON(map[string]string{"type": c.stream, "text": c.text, "timestamp": now()}))
 			}
-		case <-done:
-			done = nil
-			k.p.signal(syscall.SIGINT)
-			t := time.NewTimer(k.grace)
-			defer t.Stop()
-			grace = t.C
-		case <-grace:
+		case <-in.done:
+			in.start()
+		case <-in.repeat:
+			in.resend()
+		case <-in.expired:
 			k.close()
-			return 0, &execError{"KernelRestarting", "the cell did not stop after an interrupt; its context was restarted"}
+			return 0, errStuck
 		}
 	}
 	return rc, nil

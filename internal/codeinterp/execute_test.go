@@ -194,3 +194,17 @@ func TestInterruptByClosingRequest(t *testing.T) {
 		}
 	}
 }
+
+func TestCellIgnoringInterruptsIsKilled(t *testing.T) {
+	ts := newTestServer(t, func(c *Config) { c.InterruptGrace = time.Second })
+	id := ts.newContext("python", "")
+	ts.run("lost = 1", id)
+	ctx, cancel := context.WithCancel(context.Background())
+	code := "import time\nprint('go', flush=True)\nwhile True:\n    try:\n        time.sleep(0.05)\n    except KeyboardInterrupt:\n        pass"
+	ts.stream(ctx, map[string]any{"code": code, "context_id": id}, func(e event) bool { return e.typ() != "stdout" })
+	cancel()
+	r := ts.run("'lost' in globals()", id)
+	if got := mustMain(t, r); got != "False" {
+		t.Errorf("after kill: %s, want a fresh context", got)
+	}
+}

@@ -76,7 +76,7 @@ type event struct {
 	at time.Time
 }
 
-func (e event) typ() string     { return str(e.m["type"]) }
+func (e event) typ() string      { return str(e.m["type"]) }
 func (e event) get(k string) any { return e.m[k] }
 
 func str(v any) string {

@@ -2,6 +2,7 @@ package codeinterp
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,7 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // account is who workers run as.
@@ -104,6 +107,7 @@ type proc struct {
 	stdin  io.WriteCloser
 	exited chan struct{} // closed once the process has exited
 	once   sync.Once
+	killed atomic.Bool
 }
 
 // startProc starts cmd with piped stdin, stdout and stderr.
@@ -141,8 +145,11 @@ func (p *proc) wait() {
 	syscall.Kill(-p.pid, syscall.SIGKILL)
 }
 
-// alive reports whether the process is still running.
+// alive reports whether the process is still running and not being killed.
 func (p *proc) alive() bool {
+	if p.killed.Load() {
+		return false
+	}
 	select {
 	case <-p.exited:
 		return false
@@ -158,9 +165,50 @@ func (p *proc) signal(sig syscall.Signal) {
 	}
 }
 
+// interruptRepeat is how often an interrupt is re-sent while the cell has
+// not finished: a SIGINT that lands between two commands (or while Python
+// is outside user code) has nothing to stop, so one is not enough.
+const interruptRepeat = 500 * time.Millisecond
+
+// interrupter interrupts a cell once its request is cancelled: SIGINT to
+// the process group at once and every interruptRepeat after, and expired
+// fires when the grace period is over. Use its channels in a select.
+type interrupter struct {
+	p       *proc
+	grace   time.Duration
+	done    <-chan struct{} // the request's ctx.Done(); nil once handled
+	repeat  <-chan time.Time
+	expired <-chan time.Time
+	ticker  *time.Ticker
+	timer   *time.Timer
+}
+
+func newInterrupter(ctx context.Context, p *proc, grace time.Duration) *interrupter {
+	return &interrupter{p: p, grace: grace, done: ctx.Done()}
+}
+
+// start sends the first interrupt and arms the repeat and the deadline.
+func (in *interrupter) start() {
+	in.done = nil
+	in.p.signal(syscall.SIGINT)
+	in.ticker = time.NewTicker(interruptRepeat)
+	in.timer = time.NewTimer(in.grace)
+	in.repeat, in.expired = in.ticker.C, in.timer.C
+}
+
+func (in *interrupter) resend() { in.p.signal(syscall.SIGINT) }
+
+func (in *interrupter) stop() {
+	if in.ticker != nil {
+		in.ticker.Stop()
+		in.timer.Stop()
+	}
+}
+
 // kill stops the whole process group.
 func (p *proc) kill() {
 	p.once.Do(func() {
+		p.killed.Store(true)
 		p.stdin.Close()
 		syscall.Kill(-p.pid, syscall.SIGKILL)
 	})

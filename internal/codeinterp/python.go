@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"os/exec"
-	"syscall"
 	"time"
 )
 
@@ -28,6 +27,9 @@ type execError struct {
 }
 
 func (e *execError) Error() string { return e.Name + ": " + e.Value }
+
+// errStuck reports a cell that ignored interrupts for the grace period.
+var errStuck = &execError{"KernelRestarting", "the cell did not stop after an interrupt; its context was restarted"}
 
 // pyKernel is one Python worker process (see worker.py for its protocol).
 type pyKernel struct {
@@ -122,8 +124,8 @@ func (k *pyKernel) execute(ctx context.Context, req cellRequest, emit func([]byt
 		k.close()
 		return k.died()
 	}
-	done := ctx.Done()
-	var grace <-chan time.Time
+	in := newInterrupter(ctx, k.p, k.grace)
+	defer in.stop()
 	for {
 		select {
 		case line, ok := <-k.lines:
@@ -139,16 +141,14 @@ func (k *pyKernel) execute(ctx context.Context, req cellRequest, emit func([]byt
 			default:
 				emit(line)
 			}
-		case <-done:
-			done = nil
-			k.p.signal(syscall.SIGINT)
-			t := time.NewTimer(k.grace)
-			defer t.Stop()
-			grace = t.C
-		case <-grace:
+		case <-in.done:
+			in.start()
+		case <-in.repeat:
+			in.resend()
+		case <-in.expired:
 			k.log.Warn("code interpreter: interrupted cell did not stop; killing its worker")
 			k.close()
-			return &execError{"KernelRestarting", "the cell did not stop after an interrupt; its context was restarted"}
+			return errStuck
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/forkbox/forkbox/internal/runtime/gvisor"
 	"github.com/forkbox/forkbox/internal/sandbox"
 	"github.com/forkbox/forkbox/internal/server"
 	"github.com/forkbox/forkbox/internal/store"
@@ -189,7 +190,7 @@ func hostname() string {
 // warmTemplate gives the base template a ready-booted image (created
 // sandboxes are restores of it) and records the template.
 func warmTemplate(ctx context.Context, mgr *sandbox.Manager, st *store.Store, tpl *store.Template, o Options) error {
-	key, err := imageKey(tpl.Version, o.AgentPath, o.RunscPath)
+	key, err := imageKey(tpl.Version+"|"+gvisor.Flags, o.AgentPath, o.RunscPath)
 	if err != nil {
 		return err
 	}

@@ -220,3 +220,20 @@ func TestEvictorKillsExpired(t *testing.T) {
 		e.shutdown(t)
 	})
 }
+
+func TestMetricsFirstReadingIsSane(t *testing.T) {
+	e := newEnv(t)
+	sb := e.create(t, CreateRequest{MemoryMB: 300})
+	for i := 0; i < 2; i++ {
+		ms, err := e.m.Metrics(context.Background(), sb.ID)
+		if err != nil || len(ms) != 1 {
+			t.Fatalf("metrics: %v %v", ms, err)
+		}
+		if p := ms[0].CPUUsedPct; p < 0 || p > 100 {
+			t.Errorf("reading %d: cpuUsedPct = %v", i, p)
+		}
+		if ms[0].MemTotal != 300<<20 {
+			t.Errorf("memTotal = %d, want the sandbox's 300 MiB", ms[0].MemTotal)
+		}
+	}
+}

@@ -16,10 +16,18 @@ type Metric struct {
 	DiskTotal  uint64
 }
 
+// firstSample is how long the first reading of a sandbox samples its CPU:
+// there is no earlier reading to compare with, and the CPU time of its boot
+// or restore would otherwise be charged to a few milliseconds.
+const firstSample = 100 * time.Millisecond
+
 // Metrics reads the sandbox's current resource use. CPU percentage is over
-// the time since the previous reading (or since start).
+// the time since the previous reading (the first reading samples briefly).
 func (m *Manager) Metrics(ctx context.Context, id string) ([]Metric, error) {
 	if err := m.checkRunning(id); err != nil {
+		return nil, err
+	}
+	if err := m.cpuBaseline(ctx, id); err != nil {
 		return nil, err
 	}
 	st, err := m.rt.Stats(ctx, id)
@@ -34,22 +42,45 @@ func (m *Manager) Metrics(ctx context.Context, id string) ([]Metric, error) {
 		return nil, err
 	}
 	since, used := e.lastCPUTime, st.CPUUsage-e.lastCPU
-	if since.IsZero() {
-		since = e.rec.StartedAt
-	}
 	e.lastCPU, e.lastCPUTime = st.CPUUsage, now
 	pct := 0.0
 	cpus := max(e.rec.CPUCount, 1)
 	if wall := now.Sub(since); wall > 0 {
 		pct = 100 * float64(used) / float64(wall) / float64(cpus)
 	}
-	memTotal := st.MemoryLimitBytes
+	// The sandbox's own size, not the cgroup limit (which adds headroom).
+	memTotal := uint64(e.rec.MemoryMB) << 20
 	if memTotal == 0 {
-		memTotal = uint64(e.rec.MemoryMB) << 20
+		memTotal = st.MemoryLimitBytes
 	}
 	return []Metric{{
 		Timestamp: now, CPUCount: cpus, CPUUsedPct: pct,
 		MemUsed: st.MemoryBytes, MemTotal: memTotal,
 		DiskTotal: uint64(e.rec.DiskSizeMB) << 20,
 	}}, nil
+}
+
+// cpuBaseline takes the first CPU reading of a sandbox and waits
+// firstSample, so the next reading has something to compare with.
+func (m *Manager) cpuBaseline(ctx context.Context, id string) error {
+	m.mu.Lock()
+	e, err := m.lookupLocked(id)
+	fresh := err == nil && e.lastCPUTime.IsZero()
+	m.mu.Unlock()
+	if err != nil || !fresh {
+		return err
+	}
+	st, err := m.rt.Stats(ctx, id)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	e.lastCPU, e.lastCPUTime = st.CPUUsage, m.now()
+	m.mu.Unlock()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(firstSample):
+		return nil
+	}
 }

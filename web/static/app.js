@@ -88,9 +88,14 @@
   function ago(s) {
     const t = parseTime(s);
     if (Number.isNaN(t)) return "—";
-    const d = Date.now() - t;
-    if (d < 5000) return "just now";
-    return duration(d).replace(/ 0+[sm]$/, "") + " ago";
+    const sec = Math.round((Date.now() - t) / 1000);
+    if (sec < 5) return "just now";
+    if (sec < 60) return sec + "s ago";
+    const m = Math.floor(sec / 60);
+    if (m < 60) return m + "m ago";
+    const h = Math.floor(m / 60);
+    if (h < 48) return h + "h " + (m % 60) + "m ago";
+    return Math.floor(h / 24) + "d ago";
   }
 
   function localTime(s) {
@@ -366,7 +371,7 @@
 
     const end = parseTime(s.endAt);
     let expires;
-    if (!running) expires = el("span", { class: "muted", text: paused ? "kept while paused" : "—" });
+    if (!running) expires = el("span", { class: "muted", title: paused ? "paused sandboxes are kept until killed" : "", text: "—" });
     else if (Number.isNaN(end)) expires = el("span", { class: "muted", text: "—" });
     else {
       const left = end - Date.now();
@@ -375,23 +380,24 @@
     }
 
     const md = Object.entries(s.metadata || {});
-    const mdCell = el("td", { title: md.map(([k, v]) => k + "=" + v).join("\n") },
+    const mdCell = el("td", { class: "md", title: md.map(([k, v]) => k + "=" + v).join("\n") },
       md.length === 0 ? el("span", { class: "muted", text: "—" }) : null,
-      md.slice(0, 3).map(([k, v]) => el("span", { class: "chip", text: k + "=" + v })),
-      md.length > 3 ? el("span", { class: "muted", text: "+" + (md.length - 3) }) : null);
+      md.slice(0, 2).map(([k, v]) => el("span", { class: "chip", text: clip(k + "=" + v, 24) })),
+      md.length > 2 ? el("span", { class: "muted", text: "+" + (md.length - 2) }) : null);
 
     const tr = el("tr", { "data-id": id, onclick: () => select(id) },
-      el("td", null, el("span", { class: "mono", text: id }), s.alias ? el("span", { class: "alias", text: s.alias }) : null),
-      el("td", { class: "mono", text: s.templateID || "—" }),
+      el("td", { class: "mono", text: id }),
+      el("td", { class: "mono", title: s.templateID, text: clip(s.alias || s.templateID || "—", 22) }),
       el("td", null, el("span", { class: "badge " + stateClass(s.state), text: s.state })),
       el("td", { title: localTime(s.startedAt), text: ago(s.startedAt) }),
       el("td", null, expires),
-      el("td", { text: (s.cpuCount || "?") + " vCPU · " + (s.memoryMB ? bytes(s.memoryMB * 1024 * 1024) : "?") }),
+      el("td", { text: (s.cpuCount || "?") + " vCPU · " + (s.memoryMB ? bytes(s.memoryMB * 1024 * 1024).replace(".0 ", " ") : "?") }),
       el("td", { class: "spark-td", "data-spark": id }),
       mdCell,
       el("td", { class: "actions" },
-        el("button", { type: "button", class: "act", disabled: !running, title: "Pause (persist memory and disk)", onclick: stop(pauseSandbox), text: "Pause" }),
-        el("button", { type: "button", class: "act", disabled: !paused, title: "Resume (connect, timeout " + RESUME_TIMEOUT_S + " s)", onclick: stop(resumeSandbox), text: "Resume" }),
+        paused
+          ? el("button", { type: "button", class: "act", title: "Resume (connect, timeout " + RESUME_TIMEOUT_S + " s)", onclick: stop(resumeSandbox), text: "Resume" })
+          : el("button", { type: "button", class: "act", disabled: !running, title: "Pause (persist memory and disk)", onclick: stop(pauseSandbox), text: "Pause" }),
         el("button", { type: "button", class: "act", title: "Take a named snapshot", onclick: stop(snapshotSandbox), text: "Snapshot" }),
         el("button", { type: "button", class: "act danger", title: "Kill the sandbox", onclick: stop(killSandbox), text: "Kill" })));
     fillSpark(tr.querySelector("[data-spark]"), s);
@@ -412,7 +418,7 @@
       td.replaceChildren(el("span", { class: "muted", text: s.state === "running" ? "…" : "—" }));
       return;
     }
-    const W = 110, H = 26, n = METRICS_POINTS;
+    const W = 84, H = 26, n = Math.max(hist.length, 10); // fills up, then scrolls
     const x = (i) => (W * (n - hist.length + i)) / (n - 1);
     const y = (f) => H - 1 - Math.max(0, Math.min(1, f)) * (H - 2);
     const cpuPts = hist.map((h, i) => x(i).toFixed(1) + "," + y(h.cpu / 100).toFixed(1));
@@ -431,8 +437,8 @@
         svg("polyline", { class: "mem", points: memPts.join(" ") }),
         svg("polyline", { class: "cpu", points: cpuPts.join(" ") })),
       el("div", { class: "spark-vals" },
-        el("div", { class: "c", text: "cpu " + last.cpu.toFixed(0) + "%" }),
-        el("div", { class: "m", text: "mem " + bytes(last.memUsed) }))));
+        el("div", { class: "c", text: last.cpu.toFixed(0) + "% cpu" }),
+        el("div", { class: "m", text: bytes(last.memUsed) }))));
   }
 
   // ---------- snapshots table ----------
@@ -458,7 +464,7 @@
   const COL_GAP = 118;  // room between columns for the edge labels
   const ROW_H = 66;
   const PAD_X = 24;
-  const PAD_Y = 30;
+  const PAD_Y = 22;
   const TITLE_CHARS = 24;
 
   // layout is a tidy tree: x by depth, y by leaf order, each parent centred
@@ -487,7 +493,7 @@
     return {
       nodes,
       width: PAD_X * 2 + (maxDepth + 1) * NODE_W + maxDepth * COL_GAP,
-      height: PAD_Y * 2 + Math.max(0, leaf - 1) * ROW_H + SB_H + 24,
+      height: PAD_Y * 2 + Math.max(0, leaf - 1) * ROW_H + SB_H,
     };
   }
 
@@ -552,7 +558,6 @@
     const labels = svg("g", { class: "labels" });
     const back = svg("g", { class: "rollbacks" });
     const nodesG = svg("g", { class: "nodes" });
-    let extraBottom = 0;
 
     for (const v of L.nodes) {
       if (!v.parent) continue;
@@ -570,6 +575,10 @@
 
     // Rollbacks: a dashed back-edge from the snapshot to the sandbox it
     // restored in place, under the nodes; plus a ↺N marker on the sandbox.
+    // The arc leaves and enters on the side facing away from the tree's
+    // middle: over the top when the snapshot sits above (or level with) the
+    // sandbox, under the bottom otherwise.
+    let minY = 0, maxY = L.height;
     for (const v of L.nodes) {
       const rbs = Array.isArray(v.n.rollbacks) ? v.n.rollbacks : [];
       const seen = new Set();
@@ -578,16 +587,19 @@
         if (!s || seen.has(rb.snapshotID)) continue;
         seen.add(rb.snapshotID);
         const count = rbs.filter((r) => r.snapshotID === rb.snapshotID).length;
-        const sx = s.x + NODE_W * 0.5, sy = s.y + s.h;
-        const tx = v.x + NODE_W * 0.5, ty = v.y + v.h;
-        const dip = Math.max(sy, ty) + 34 + Math.abs(s.depth - v.depth) * 4;
-        extraBottom = Math.max(extraBottom, dip + 16 - L.height);
+        const up = s.cy <= v.cy;
+        const sx = s.x + NODE_W * 0.5, sy = up ? s.y : s.y + s.h;
+        const tx = v.x + NODE_W * 0.5, ty = up ? v.y - 2 : v.y + v.h + 2;
+        const bend = 38 + Math.abs(s.depth - v.depth) * 4;
+        const dip = up ? Math.min(sy, ty) - bend : Math.max(sy, ty) + bend;
+        minY = Math.min(minY, dip - 14);
+        maxY = Math.max(maxY, dip + 14);
         back.appendChild(svg("path", {
-          class: "rollback-edge", d: "M" + sx + "," + sy + " C" + sx + "," + dip + " " + tx + "," + dip + " " + (tx) + "," + (ty + 2),
+          class: "rollback-edge", d: "M" + sx + "," + sy + " C" + sx + "," + dip + " " + tx + "," + dip + " " + tx + "," + ty,
           "marker-end": "url(#arrow-rollback)",
         }));
         // The midpoint of the cubic: 1/8 P0 + 3/8 C1 + 3/8 C2 + 1/8 P3.
-        const lx = (sx + 3 * sx + 3 * tx + tx) / 8, ly = (sy + 3 * dip + 3 * dip + ty) / 8;
+        const lx = (sx + 3 * sx + 3 * tx + tx) / 8, ly = (sy + 6 * dip + ty) / 8;
         const when = parseTime(rb.at);
         labels.appendChild(label(lx, ly, "rollback" + (count > 1 ? " ×" + count : "") +
           (Number.isNaN(when) ? "" : " · " + ago(rb.at)), "rollback"));
@@ -596,8 +608,8 @@
 
     for (const v of L.nodes) nodesG.appendChild(drawNode(v));
 
-    const W = L.width, H = L.height + Math.max(0, extraBottom);
-    box.replaceChildren(svg("svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H, role: "img",
+    const W = L.width, H = maxY - minY;
+    box.replaceChildren(svg("svg", { width: W, height: H, viewBox: "0 " + minY + " " + W + " " + H, role: "img",
       "aria-label": "lineage of " + state.selected },
       arrowDefs(), back, edges, nodesG, labels));
   }
@@ -665,7 +677,7 @@
     const t = $("tooltip");
     const row = (k, v) => v ? el("div", null, el("span", { class: "k", text: k }), el("span", { class: "v", text: v })) : null;
     const rbs = Array.isArray(n.rollbacks) ? n.rollbacks : [];
-    t.replaceChildren(
+    t.replaceChildren(...[
       row("id", n.id),
       row("kind", n.kind),
       row("name", n.name),
@@ -673,7 +685,8 @@
       row("origin", n.origin),
       row("parent", n.parentId),
       row("created", n.createdAt ? n.createdAt + " (" + ago(n.createdAt) + ")" : ""),
-      rbs.map((r) => row("rollback", "to " + r.snapshotID + " · " + ago(r.at))));
+      ...rbs.map((r) => row("rollback", "to " + r.snapshotID + " · " + ago(r.at))),
+    ].filter(Boolean));
     t.hidden = false;
     if (ev.clientX !== undefined && ev.type !== "focus") moveTip(ev);
     else {

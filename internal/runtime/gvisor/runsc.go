@@ -13,6 +13,10 @@ import (
 	"github.com/forkbox/forkbox/internal/errdefs"
 )
 
+// Flags names the global runsc flags images are written with: a template
+// image is only reused by a runtime with the same flags.
+const Flags = "systrap,sandbox,overlay2=root:memory,allow-suid"
+
 // globalArgs are the runsc flags every invocation shares. They must be the
 // same for every command on a container (runsc reads its state with them).
 func (r *Runtime) globalArgs() []string {
@@ -21,6 +25,9 @@ func (r *Runtime) globalArgs() []string {
 		"--platform=systrap",
 		"--network=sandbox",
 		"--overlay2=root:memory",
+		// sudo (and every setuid binary) is silently powerless without it;
+		// E2B clients expect `sudo` to work for the default user.
+		"--allow-suid",
 	}
 	if r.cfg.DebugLogDir != "" {
 		args = append(args, "--debug", "--debug-log="+r.cfg.DebugLogDir+"/")

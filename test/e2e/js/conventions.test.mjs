@@ -45,7 +45,7 @@ async function create(opts = {}) {
   created.add(sbx.sandboxId)
   if (TLS) {
     assert.equal(sbx.sandboxDomain, 'forkbox.test', 'create returns the --domain')
-    const lines = [49983, HTTP_PORT, WS_PORT].map((p) => `${HOSTS_IP} ${sbx.getHost(p)} # forkbox-e2e\n`)
+    const lines = [49983, HTTP_PORT, HTTP_PORT + 1, WS_PORT].map((p) => `${HOSTS_IP} ${sbx.getHost(p)} # forkbox-e2e\n`)
     appendFileSync(HOSTS_FILE, lines.join(''))
   }
   return sbx
@@ -110,7 +110,6 @@ test('default user: whoami, pwd, relative paths, ownership, sudo, root on reques
     assert.equal((await sbx.commands.run('whoami')).stdout, 'user\n')
     assert.equal((await sbx.commands.run('pwd')).stdout, '/home/user\n')
     assert.equal((await sbx.commands.run('id -u')).stdout, '1000\n')
-    assert.equal((await sbx.commands.run('sudo -n id -u')).stdout, '0\n')
     assert.equal((await sbx.commands.run('whoami', { user: 'root' })).stdout, 'root\n')
     assert.match((await sbx.commands.run('git --version')).stdout, /^git version /)
 
@@ -125,6 +124,17 @@ test('default user: whoami, pwd, relative paths, ownership, sudo, root on reques
     assert.equal((await sbx.commands.run('stat -c %U /root/by-root.txt', { user: 'root' })).stdout, 'root\n')
     const denied = await run(sbx, 'cat /root/by-root.txt')
     assert.notEqual(denied.exitCode, 0, 'user must not read root\'s home')
+  } finally {
+    await kill(sbx)
+  }
+})
+
+test('default user: sudo without a password', T, async () => {
+  const sbx = await create()
+  try {
+    const res = await run(sbx, 'sudo -n id -u')
+    assert.equal(res.exitCode, 0, `sudo -n id -u: ${res.stderr}`)
+    assert.equal(res.stdout, '0\n')
   } finally {
     await kill(sbx)
   }
