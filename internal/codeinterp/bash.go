@@ -89,7 +89,8 @@ func (s *Server) startBash(ctx context.Context, cwd string) (kernel, error) {
 }
 
 // read splits one stream into text chunks and end markers.
-func (k *bashKernel) read(r io.Reader, stream string) {
+func (k *bashKernel) read(r io.ReadCloser, stream string) {
+	defer r.Close()
 	sc := markerScanner{marker: k.marker}
 	buf := make([]byte, 32*1024)
 	for {

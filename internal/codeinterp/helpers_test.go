@@ -56,7 +56,7 @@ func newTestServer(t *testing.T, mod ...func(*Config)) *testServer {
 	cfg := Config{
 		Python:         testPython(t),
 		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
-		InterruptGrace: 5 * time.Second,
+		InterruptGrace: 20 * time.Second,
 	}
 	for _, m := range mod {
 		m(&cfg)

@@ -141,6 +141,7 @@ func startProc(cmd *exec.Cmd, a *account, dir string) (*proc, io.ReadCloser, io.
 // the pipes they hold close.
 func (p *proc) wait() {
 	p.cmd.Process.Wait()
+	p.cmd.Process.Release()
 	close(p.exited)
 	syscall.Kill(-p.pid, syscall.SIGKILL)
 }
@@ -237,7 +238,8 @@ func (t *tail) String() string {
 
 // logStderr logs what a worker writes to its own stderr (before it
 // redirects it, or if it crashes) and remembers the last lines.
-func logStderr(log *slog.Logger, r io.Reader, t *tail) {
+func logStderr(log *slog.Logger, r io.ReadCloser, t *tail) {
+	defer r.Close()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {

@@ -77,8 +77,9 @@ func (s *Server) startPython(ctx context.Context, cwd string) (kernel, error) {
 
 // readLines forwards the worker's protocol lines; lines can be large (a
 // base64 PNG), so there is no length limit.
-func (k *pyKernel) readLines(r io.Reader) {
+func (k *pyKernel) readLines(r io.ReadCloser) {
 	defer close(k.lines)
+	defer r.Close()
 	br := bufio.NewReaderSize(r, 64*1024)
 	for {
 		line, err := br.ReadBytes('\n')

@@ -40,7 +40,7 @@ _FLUSH_INTERVAL = 0.1
 
 
 def _now():
-    return datetime.datetime.now(datetime.timezone.utc).isoformat()
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class Channel:

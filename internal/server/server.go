@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 
 	"golang.org/x/net/http2"
@@ -17,6 +18,7 @@ import (
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/sandbox"
 	"github.com/forkbox/forkbox/internal/store"
+	"github.com/forkbox/forkbox/web"
 )
 
 // Default ports of the services E2B clients reach inside a sandbox.
@@ -56,6 +58,7 @@ type Server struct {
 	mgr     *sandbox.Manager
 	st      *store.Store
 	api     http.Handler // control API: auth + mux
+	dash    http.Handler // the web dashboard's static files (no key: the page asks for it)
 	proxy   *dataPlane
 	handler http.Handler
 
@@ -78,6 +81,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mgr: cfg.Manager, st: cfg.Store}
 	s.api = s.requireAPIKey(s.routes())
+	s.dash = http.StripPrefix(strings.TrimSuffix(web.Path, "/"), web.Handler())
 	s.proxy = newDataPlane(s)
 	front := s.logRequests(s.recoverPanics(http.HandlerFunc(s.route)))
 	s.handler = h2c.NewHandler(front, &http2.Server{})
@@ -98,5 +102,12 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		s.proxy.serve(w, r, t)
 		return
 	}
-	s.api.ServeHTTP(w, r)
+	switch {
+	case r.URL.Path == "/" || r.URL.Path == strings.TrimSuffix(web.Path, "/"):
+		http.Redirect(w, r, web.Path, http.StatusFound)
+	case strings.HasPrefix(r.URL.Path, web.Path):
+		s.dash.ServeHTTP(w, r)
+	default:
+		s.api.ServeHTTP(w, r)
+	}
 }

@@ -104,7 +104,7 @@ async function waitListening(sbx, port) {
 
 // ---------------------------------------------------------------- default user
 
-test('default user: whoami, pwd, relative paths, ownership, sudo, root on request', T, async () => {
+test('default user: whoami, pwd, relative paths, ownership, root on request', T, async () => {
   const sbx = await create()
   try {
     assert.equal((await sbx.commands.run('whoami')).stdout, 'user\n')
