@@ -30,7 +30,8 @@ type config struct {
 	bin, templateDir, out string
 	n, echoN, cloneReps   int
 	only                  map[string]bool
-	keep                  bool
+	keep, shareTemplate   bool
+	sharedTemplateDir     string // -template-dir as given
 }
 
 func main() {
@@ -59,6 +60,7 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.cloneReps, "clone-reps", 3, "rounds per clone count")
 	flag.StringVar(&only, "only", "", "comma-separated sections: "+sectionNames())
 	flag.BoolVar(&c.keep, "keep", false, "keep the temporary directory (daemon log, data)")
+	flag.BoolVar(&c.shareTemplate, "share-template", false, "use -template-dir in place instead of a private copy of its base template")
 	flag.Parse()
 	if c.n < 1 || c.echoN < 1 || c.cloneReps < 1 {
 		return c, fmt.Errorf("-n, -echo-n and -clone-reps must be positive")
@@ -106,6 +108,15 @@ func run() error {
 	}
 	start := time.Now()
 	res := newResults()
+	cfg.sharedTemplateDir = cfg.templateDir
+	if !cfg.shareTemplate {
+		if cfg.templateDir, err = privateTemplateDir(ctx, cfg.templateDir, tmp); err != nil {
+			return err
+		}
+		res.Note("create", "Both sides use a private copy (`cp -a`) of `%s/base` made at the start of the run, not the shared "+
+			"directory: daemons sharing a template directory overwrite its agent and delete each other's template images "+
+			"(seen during development of this program). `-share-template` turns the copy off.", cfg.sharedTemplateDir)
+	}
 	runRaw(ctx, cfg, res, filepath.Join(tmp, "raw"))
 	if err := runForkbox(ctx, cfg, res, tmp); err != nil {
 		slog.Error("forkbox part failed", "err", err)
@@ -118,6 +129,9 @@ func run() error {
 		Command: "go run ./bench " + strings.Join(os.Args[1:], " "), Date: start.UTC().Format("2006-01-02 15:04 MST"),
 		Machine: machine(), Runsc: runscVersion(cfg.bin), Duration: time.Since(start).Round(time.Second).String(),
 		N: cfg.n, EchoN: cfg.echoN, CloneReps: cfg.cloneReps,
+	}
+	if err := os.MkdirAll(filepath.Dir(cfg.out), 0o755); err != nil {
+		return err
 	}
 	if err := writeReport(cfg.out, h, res, sections, cfg.only); err != nil {
 		return err

@@ -6,12 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -168,18 +170,22 @@ func (r *rawRunsc) delete(ctx context.Context, id string) {
 	removeCgroups("/fbbench/" + id)
 }
 
-// removeRunscContainers force-deletes every container under root.
+// removeRunscContainers force-deletes every container under root, then
+// unmounts the null-netns bind mount runsc leaves in its --root (without
+// this the temporary directory cannot be removed and the mount leaks).
 func removeRunscContainers(ctx context.Context, bin, root string) {
 	if _, err := os.Stat(root); err != nil {
 		return
 	}
 	r := &rawRunsc{bin: bin, root: root}
 	out, err := r.run(ctx, 30*time.Second, "list", "--quiet")
-	if err != nil {
-		return
+	if err == nil {
+		for _, id := range strings.Fields(string(out)) {
+			r.run(ctx, 30*time.Second, "delete", "--force", id)
+		}
 	}
-	for _, id := range strings.Fields(string(out)) {
-		r.run(ctx, 30*time.Second, "delete", "--force", id)
+	if err := syscall.Unmount(filepath.Join(root, "null-netns"), syscall.MNT_DETACH); err == nil {
+		slog.Debug("unmounted runsc null-netns", "root", root)
 	}
 }
 

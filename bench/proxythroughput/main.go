@@ -24,6 +24,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -82,7 +83,7 @@ func run(ctx context.Context, c config) error {
 		{name: "through the proxy", url: d.url + "/blob", host: fmt.Sprintf("%d-%s.forkbox.bench", c.port, sb.SandboxID)},
 		{name: "straight to the sandbox", url: fmt.Sprintf("http://%s:%d/blob", addr, c.port)},
 	}
-	if err := measure(ctx, paths, c); err != nil {
+	if err := measure(ctx, paths, c, d.cmd.Process.Pid); err != nil {
 		return err
 	}
 	report(os.Stdout, paths, c)
@@ -116,21 +117,24 @@ func startServer(ctx context.Context, conn *client.SandboxConn, c config) (func(
 type path struct {
 	name, url, host string
 	times           []time.Duration
+	daemonCPU       time.Duration // the daemon's CPU time over the measured runs
 }
 
 // measure downloads the file over each path c.runs times, interleaved so
 // drift of the machine hits both alike, after one warm-up each.
-func measure(ctx context.Context, paths []path, c config) error {
+func measure(ctx context.Context, paths []path, c config, daemonPID int) error {
 	want := int64(c.sizeMiB) << 20
 	for i := -1; i < c.runs; i++ {
 		for j := range paths {
 			p := &paths[j]
+			cpu0 := cpuTime(daemonPID)
 			took, err := download(ctx, p, want)
 			if err != nil {
 				return err
 			}
 			if i >= 0 {
 				p.times = append(p.times, took)
+				p.daemonCPU += cpuTime(daemonPID) - cpu0
 			}
 			slog.Info("download", "path", p.name, "run", i, "took", took.Round(time.Millisecond))
 		}
@@ -189,15 +193,16 @@ func report(w io.Writer, paths []path, c config) {
 		"through the daemon's port proxy (plain HTTP, `Host: %d-<id>.<domain>`) and straight from the sandbox's address "+
 		"(`addr` of the runtime's handle.json). Measured %s on %d CPUs (%s/%s), load average %s, with `go run ./bench/proxythroughput`.\n\n",
 		c.sizeMiB, c.sizeMiB, c.runs, c.port, time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, loadAvg())
-	fmt.Fprintf(w, "| path | median time | median MiB/s | best MiB/s | all runs (s) |\n|---|---:|---:|---:|---|\n")
+	fmt.Fprintf(w, "| path | median time | median MiB/s | best MiB/s | daemon CPU per run | all runs (s) |\n|---|---:|---:|---:|---:|---|\n")
 	for _, p := range paths {
 		m := median(p.times)
 		var all []string
 		for _, t := range p.times {
 			all = append(all, fmt.Sprintf("%.2f", t.Seconds()))
 		}
-		fmt.Fprintf(w, "| %s | %s | %.0f | %.0f | %s |\n", p.name, m.Round(time.Millisecond),
-			mibps(c.sizeMiB, m), mibps(c.sizeMiB, slices.Min(p.times)), strings.Join(all, ", "))
+		fmt.Fprintf(w, "| %s | %s | %.0f | %.0f | %s | %s |\n", p.name, m.Round(time.Millisecond),
+			mibps(c.sizeMiB, m), mibps(c.sizeMiB, slices.Min(p.times)),
+			(p.daemonCPU / time.Duration(len(p.times))).Round(time.Millisecond), strings.Join(all, ", "))
 	}
 	ratio := median(paths[1].times).Seconds() / median(paths[0].times).Seconds()
 	best := slices.Min(paths[1].times).Seconds() / slices.Min(paths[0].times).Seconds()
@@ -206,6 +211,23 @@ func report(w io.Writer, paths []path, c config) {
 		verdict = "misses"
 	}
 	fmt.Fprintf(w, "\nThroughput ratio proxy / direct: **%.2f** of the medians (%s the target ≥ 0.8), %.2f of the best runs.\n", ratio, verdict, best)
+}
+
+// cpuTime returns the user+system CPU time process pid has used (0 if
+// unknown), from /proc/<pid>/stat in clock ticks of 10 ms.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	_, rest, _ := strings.Cut(string(b), ") ") // after the command name
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.Atoi(f[11])
+	stime, _ := strconv.Atoi(f[12])
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // loadAvg returns the 1, 5 and 15 minute load averages of the machine.

@@ -46,7 +46,8 @@ func buildTemplate(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	_, err = template.EnsureBase(cmd.Context(), template.Options{
+	// The code interpreter's template builds the base one first.
+	_, err = template.EnsureCodeInterpreter(cmd.Context(), template.Options{
 		TemplateDir: dir, AgentPath: agent, Progress: cmd.ErrOrStderr(),
 	})
 	return err

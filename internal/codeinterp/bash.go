@@ -123,7 +123,7 @@ func (k *bashKernel) execute(ctx context.Context, req cellRequest, emit func([]b
 		return &execError{"DeadKernelError", "the bash process exited; the next execution starts a new one"}
 	}
 	k.count++
-	emit(mustJSON(map[string]any{"type": "number_of_executions", "execution_count": k.count}))
+	emit(mustJSON(countEvent{Type: "number_of_executions", ExecutionCount: k.count}))
 	rc, err := k.pump(ctx, emit)
 	if err != nil {
 		return err
@@ -150,7 +150,7 @@ func (k *bashKernel) pump(ctx context.Context, emit func([]byte)) (int, error) {
 			if c.end {
 				ended[c.stream], rc = true, c.rc
 			} else if c.text != "" {
-				emit(mustJSON(map[string]string{"type": c.stream, "text": c.text, "timestamp": now()}))
+				emit(mustJSON(streamEvent{Type: c.stream, Text: c.text, Timestamp: now()}))
 			}
 		case <-in.done:
 			in.start()
@@ -195,6 +195,19 @@ func sortedKeys(m map[string]string) []string {
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// countEvent and streamEvent are E2B's number_of_executions and
+// stdout/stderr events.
+type countEvent struct {
+	Type           string `json:"type"`
+	ExecutionCount int    `json:"execution_count"`
+}
+
+type streamEvent struct {
+	Type      string `json:"type"`
+	Text      string `json:"text"`
+	Timestamp string `json:"timestamp"`
+}
 
 func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 

@@ -136,8 +136,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // errorEvent builds an E2B error event.
 func errorEvent(name, value, traceback string) []byte {
-	b, _ := json.Marshal(map[string]string{"type": "error", "name": name, "value": value, "traceback": traceback})
-	return b
+	return mustJSON(struct {
+		Type      string `json:"type"`
+		Name      string `json:"name"`
+		Value     string `json:"value"`
+		Traceback string `json:"traceback"`
+	}{"error", name, value, traceback})
 }
 
 // streamWriter writes execution events as newline-delimited JSON, flushing

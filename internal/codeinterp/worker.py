@@ -182,7 +182,10 @@ class FdCapture:
 
     def sync(self, timeout=2.0):
         self.synced.clear()
-        os.write(self.fd, self.marker)
+        try:
+            os.write(self.fd, self.marker)
+        except OSError:
+            return  # the cell closed or replaced the descriptor
         self.synced.wait(timeout)
 
 

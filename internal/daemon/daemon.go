@@ -65,11 +65,9 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	tpl, err := template.EnsureBase(ctx, template.Options{
-		TemplateDir: o.TemplateDir, AgentPath: o.AgentPath, Progress: o.Out, Logger: log,
-	})
+	tpls, err := ensureTemplates(ctx, o)
 	if err != nil {
-		return fmt.Errorf("base template: %w", err)
+		return err
 	}
 	rt, err := newRuntime(ctx, o)
 	if err != nil {
@@ -87,8 +85,10 @@ func Run(ctx context.Context, o Options) error {
 	if err := mgr.Recover(ctx); err != nil {
 		return fmt.Errorf("recover sandboxes: %w", err)
 	}
-	if err := warmTemplate(ctx, mgr, st, tpl, o); err != nil {
-		return err
+	for _, tpl := range tpls {
+		if err := warmTemplate(ctx, mgr, st, tpl, o); err != nil {
+			return err
+		}
 	}
 	srv, err := server.New(server.Config{Manager: mgr, Store: st, Logger: log, Domain: o.Domain})
 	if err != nil {
@@ -185,6 +185,21 @@ func hostname() string {
 		return "forkbox"
 	}
 	return h
+}
+
+// ensureTemplates builds (once) the built-in templates' root filesystems:
+// base, and the code interpreter on top of it.
+func ensureTemplates(ctx context.Context, o Options) ([]*store.Template, error) {
+	opts := template.Options{TemplateDir: o.TemplateDir, AgentPath: o.AgentPath, Progress: o.Out, Logger: o.Logger}
+	base, err := template.EnsureBase(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("base template: %w", err)
+	}
+	ci, err := template.EnsureCodeInterpreter(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("code interpreter template: %w", err)
+	}
+	return []*store.Template{base, ci}, nil
 }
 
 // warmTemplate gives the base template a ready-booted image (created

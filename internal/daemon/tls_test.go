@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -118,7 +119,7 @@ func TestStartTLSServes(t *testing.T) {
 	if err := f.shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-errc; err != http.ErrServerClosed {
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		t.Fatalf("serve ended with %v, want ErrServerClosed", err)
 	}
 }

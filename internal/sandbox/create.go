@@ -108,7 +108,7 @@ func (m *Manager) newRecord(req CreateRequest, tpl *store.Template, ttl time.Dur
 		EnvdVersion: m.cfg.EnvdVersion, AutoPause: req.AutoPause, AutoResume: req.AutoResume,
 		Secure: req.Secure, AllowInternet: req.AllowInternet == nil || *req.AllowInternet,
 		StartedAt: now, EndAt: now.Add(ttl), Origin: "create", RuntimeName: m.rt.Name(),
-		RootFS: tpl.RootFS,
+		RootFS: tpl.RootFS, AgentArgs: tpl.AgentArgs,
 	}
 	if len(tpl.Aliases) > 0 {
 		rec.Alias = tpl.Aliases[0]
@@ -146,8 +146,12 @@ func (m *Manager) register(ctx context.Context, rec store.Sandbox) (*entry, erro
 
 // spec builds the runtime spec for a sandbox record.
 func (m *Manager) spec(rec *store.Sandbox) runtime.Spec {
+	args := m.cfg.AgentArgs
+	if len(rec.AgentArgs) > 0 {
+		args = rec.AgentArgs
+	}
 	return runtime.Spec{
-		ID: rec.ID, RootFS: rec.RootFS, Args: m.cfg.AgentArgs,
+		ID: rec.ID, RootFS: rec.RootFS, Args: args,
 		Hostname: "forkbox",
 		Env:      []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 		Resources: runtime.Resources{

@@ -28,13 +28,15 @@ func (m *Manager) WarmTemplate(ctx context.Context, tpl *store.Template, imageDi
 	// A private scratch name: two daemons sharing the template directory may
 	// warm the same template at once; the first rename wins.
 	tmp := imageDir + ".tmp-" + id
-	rec := store.Sandbox{ID: id, RootFS: tpl.RootFS, CPUCount: tpl.CPUCount, MemoryMB: tpl.MemoryMB, AllowInternet: true}
+	rec := store.Sandbox{ID: id, RootFS: tpl.RootFS, AgentArgs: tpl.AgentArgs, CPUCount: tpl.CPUCount, MemoryMB: tpl.MemoryMB, AllowInternet: true}
 	if _, err := m.rt.Create(ctx, m.spec(&rec)); err != nil {
 		return fmt.Errorf("boot template %s: %w", tpl.ID, err)
 	}
 	defer m.rt.Delete(context.WithoutCancel(ctx), rec.ID)
-	if err := m.waitHealthy(ctx, rec.ID); err != nil {
-		return err
+	for _, port := range append([]int{m.cfg.AgentPort}, tpl.ReadyPorts...) {
+		if err := m.waitHealthy(ctx, rec.ID, port); err != nil {
+			return err
+		}
 	}
 	if err := m.checkpointTo(ctx, rec.ID, tmp, false); err != nil {
 		os.RemoveAll(tmp)
@@ -51,12 +53,13 @@ func (m *Manager) WarmTemplate(ctx context.Context, tpl *store.Template, imageDi
 	return nil
 }
 
-// waitHealthy polls the agent's /health until it answers.
-func (m *Manager) waitHealthy(ctx context.Context, id string) error {
+// waitHealthy polls GET /health on port until it answers.
+func (m *Manager) waitHealthy(ctx context.Context, id string, port int) error {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.AgentWait)
 	defer cancel()
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, m.agentURL(id, "/health"), nil)
+		url := fmt.Sprintf("http://%s:%d/health", id, port)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		resp, err := m.agentHTTP.Do(req)
 		if err == nil {
 			resp.Body.Close()
@@ -66,7 +69,7 @@ func (m *Manager) waitHealthy(ctx context.Context, id string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("agent of template sandbox %s did not answer: %w", id, ctx.Err())
+			return fmt.Errorf("port %d of template sandbox %s did not answer: %w", port, id, ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -43,6 +43,8 @@ type Sandbox struct {
 	// restore, rollback).
 	ParentID string `json:"parentID,omitempty"`
 	Origin   string `json:"origin,omitempty"`
+	// AgentArgs is the first process, when the template names its own.
+	AgentArgs []string `json:"agentArgs,omitempty"`
 	// Rollbacks lists the in-place restores of this sandbox, oldest first.
 	Rollbacks []Rollback `json:"rollbacks,omitempty"`
 	// RootFS is the template root filesystem the sandbox runs on (kept here

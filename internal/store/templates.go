@@ -39,6 +39,11 @@ type Template struct {
 	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 	// Temporary snapshots are removed when their last user is gone.
 	Temporary bool `json:"temporary,omitempty"`
+	// ReadyPorts are the ports whose GET /health must answer (besides the
+	// agent's) before the template's image is taken.
+	ReadyPorts []int `json:"readyPorts,omitempty"`
+	// AgentArgs, when set, replace the daemon's default first process.
+	AgentArgs []string `json:"agentArgs,omitempty"`
 	// Version changes whenever the template's content is rebuilt.
 	Version string `json:"version,omitempty"`
 }

@@ -19,12 +19,12 @@ import (
 	"github.com/forkbox/forkbox/internal/store"
 )
 
-// BaseID is the id of the base template; BaseAliases are the other names it
-// answers to until dedicated templates exist.
+// BaseID is the id of the base template.
 const BaseID = "base"
 
-// BaseAliases are extra names of the base template.
-var BaseAliases = []string{"code-interpreter-v1"}
+// BaseAliases are extra names of the base template (none: the code
+// interpreter has a template of its own).
+var BaseAliases []string
 
 // BasePackages are installed on top of debootstrap's minbase variant.
 var BasePackages = []string{

@@ -54,6 +54,10 @@ func EnsureCodeInterpreter(ctx context.Context, opts Options) (*store.Template, 
 		ID: CodeInterpreterID, Kind: store.KindTemplate, RootFS: rootfs,
 		CPUCount: 2, MemoryMB: 1024, DiskSizeMB: 2048, CreatedAt: time.Now().UTC(),
 		Version: codeInterpreterVersion,
+		// The interpreter is started before the template's image is taken,
+		// so a new sandbox's first runCode finds it running.
+		AgentArgs:  []string{AgentInRootFS, "--code-prewarm"},
+		ReadyPorts: []int{49999},
 	}, nil
 }
 

@@ -20,14 +20,16 @@ const (
 	hostsFile         = "/etc/hosts"
 	// hostsMarker tags the lines the JS test adds to hostsFile.
 	hostsMarker = "# forkbox-e2e"
+	// hostsLock serializes TestConventions runs on one host.
+	hostsLock = "/run/lock/forkbox-e2e-conventions.lock"
 )
 
 // TestConventions runs js/conventions.test.mjs the way a client of E2B's
 // cloud runs: no E2B_SANDBOX_URL, so the SDK reaches envd and every port at
 // https://<port>-<id>.forkbox.test, served by the daemon's TLS listener
 // with the certificate of its generated CA (trusted via NODE_EXTRA_CA_CERTS).
-// The JS test adds each sandbox's host names to /etc/hosts; the file is
-// restored when the test ends, pass or fail.
+// The JS test adds each sandbox's host names to /etc/hosts (tagged with
+// hostsMarker); they are removed when the test ends, pass or fail.
 func TestConventions(t *testing.T) {
 	dir := jsDir(t)
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "ws", "package.json")); err != nil {
@@ -83,26 +85,39 @@ func startTLSDaemon(t *testing.T) *daemontest.Daemon {
 	}})
 }
 
-// guardHostsFile drops lines a crashed earlier run left in /etc/hosts and
-// restores the file's content when the test ends. The file is rewritten in
-// place: in a container it is often a bind mount that cannot be replaced.
+// guardHostsFile serializes the runs of TestConventions on this host (they
+// share 127.0.0.1:443 and /etc/hosts) with an exclusive lock held until the
+// test ends, drops lines a crashed earlier run left in /etc/hosts, and
+// removes the lines this run added when the test ends, pass or fail. The
+// file is rewritten in place: in a container it is often a bind mount.
 func guardHostsFile(t *testing.T) {
 	t.Helper()
-	orig, err := os.ReadFile(hostsFile)
+	lock, err := os.OpenFile(hostsLock, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
-		t.Fatalf("e2e: read %s: %v", hostsFile, err)
+		t.Fatalf("e2e: open %s: %v", hostsLock, err)
 	}
-	clean := withoutMarked(orig)
-	if !bytes.Equal(clean, orig) {
+	t.Logf("e2e: waiting for %s (another run of TestConventions may hold it)", hostsLock)
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatalf("e2e: lock %s: %v", hostsLock, err)
+	}
+	t.Cleanup(func() { lock.Close() }) // releases the lock, last
+	dropMarkedHosts(t)
+	t.Cleanup(func() { dropMarkedHosts(t) })
+}
+
+// dropMarkedHosts removes the lines carrying hostsMarker from hostsFile.
+func dropMarkedHosts(t *testing.T) {
+	t.Helper()
+	b, err := os.ReadFile(hostsFile)
+	if err != nil {
+		t.Errorf("e2e: read %s: %v", hostsFile, err)
+		return
+	}
+	if clean := withoutMarked(b); !bytes.Equal(clean, b) {
 		if err := os.WriteFile(hostsFile, clean, 0o644); err != nil {
-			t.Fatalf("e2e: clean %s: %v", hostsFile, err)
+			t.Errorf("e2e: rewrite %s: %v", hostsFile, err)
 		}
 	}
-	t.Cleanup(func() {
-		if err := os.WriteFile(hostsFile, clean, 0o644); err != nil {
-			t.Errorf("e2e: restore %s: %v", hostsFile, err)
-		}
-	})
 }
 
 // withoutMarked returns b without the lines carrying hostsMarker.

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// privateTemplateDir copies <shared>/base (its .complete marker and rootfs)
+// into <tmp>/templates and returns that directory. Both the bench daemon
+// and raw runsc then use this byte-identical copy of the rootfs.
+//
+// Why: a daemon installs its agent into <template-dir>/base/rootfs and
+// deletes every template image but its own (internal/template installAgent,
+// internal/daemon removeStaleImages). With other daemons of other builds
+// sharing the directory, the bench's template image vanished mid-run
+// ("image … is not a directory") and the bench in turn would delete
+// theirs. A private copy keeps both sides out of each other's way.
+func privateTemplateDir(ctx context.Context, shared, tmp string) (string, error) {
+	src := filepath.Join(shared, "base")
+	dst := filepath.Join(tmp, "templates", "base")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return "", err
+	}
+	t0 := time.Now()
+	for _, name := range []string{".complete", "rootfs"} {
+		out, err := exec.CommandContext(ctx, "cp", "-a", "--reflink=auto", filepath.Join(src, name), dst).CombinedOutput()
+		if err != nil {
+			return "", fmt.Errorf("copy template %s: %v: %s", name, err, strings.TrimSpace(string(out)))
+		}
+	}
+	slog.Info("copied the base template", "from", src, "to", dst, "took", time.Since(t0).Round(time.Millisecond))
+	return filepath.Dir(dst), nil
+}
