@@ -55,6 +55,9 @@ type cellRequest struct {
 	Code    string
 	EnvVars map[string]string
 	BaseEnv map[string]string
+	// noEnvd skips loading envd's environment: the prewarm cell runs before
+	// the sandbox has one (it is set by /init after every restore).
+	noEnvd bool
 }
 
 // codeContext is one isolated interpreter state.
@@ -130,7 +133,7 @@ func (c *codeContext) execute(ctx context.Context, req cellRequest, token string
 			return err
 		}
 	}
-	if !c.envLoaded && c.srv.cfg.EnvdURL != "" {
+	if !c.envLoaded && !req.noEnvd && c.srv.cfg.EnvdURL != "" {
 		env, err := fetchEnvdEnv(ctx, c.srv.cfg.EnvdURL, token)
 		if err != nil {
 			c.srv.log.Warn("code interpreter: cannot read envd environment", "err", err)

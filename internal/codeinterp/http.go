@@ -31,7 +31,12 @@ type createContextRequest struct {
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, "OK")
+	select {
+	case <-s.warm:
+		writeJSON(w, http.StatusOK, "OK")
+	default:
+		writeJSON(w, http.StatusServiceUnavailable, "warming up")
+	}
 }
 
 func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {

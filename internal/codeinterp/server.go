@@ -65,6 +65,11 @@ type Server struct {
 	order    []string                // context ids in creation order; guarded by mu
 	defaults map[string]string       // language -> default context id; guarded by mu
 	defMu    sync.Mutex              // serialises creating default contexts
+
+	// warm is closed once the prewarm (if any) has finished; /health
+	// answers 503 before, so whoever takes a template image of this sandbox
+	// (the daemon waits for /health) captures a ready interpreter.
+	warm chan struct{}
 }
 
 // New builds a Server from cfg.
@@ -86,6 +91,10 @@ func New(cfg Config) *Server {
 		log:      cfg.Logger,
 		contexts: map[string]*codeContext{},
 		defaults: map[string]string{},
+		warm:     make(chan struct{}),
+	}
+	if !cfg.Prewarm {
+		close(s.warm)
 	}
 	s.handler = s.buildHandler()
 	return s
@@ -137,8 +146,15 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	return err
 }
 
+// prewarm starts the default Python context and runs one trivial cell in
+// it, so the execution path (not only the interpreter's start) is warm.
 func (s *Server) prewarm(ctx context.Context) {
-	if _, err := s.defaultContext(ctx, langPython); err != nil {
+	defer close(s.warm)
+	c, err := s.defaultContext(ctx, langPython)
+	if err == nil {
+		err = c.execute(ctx, cellRequest{Code: "pass", noEnvd: true}, "", func([]byte) {})
+	}
+	if err != nil {
 		s.log.Warn("code interpreter: prewarm failed", "err", err)
 	}
 }
