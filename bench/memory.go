@@ -19,6 +19,7 @@ type hostMem struct {
 	PIDs       []int
 	PSS        int64 // bytes, summed over PIDs
 	PSSShmem   int64 // part of PSS that maps shared memory (may overlap MemFile)
+	PSSFile    int64 // part of PSS backed by files (runsc binary, rootfs files)
 	MemFile    int64 // allocated bytes of the runsc-memory memfd
 }
 
@@ -58,12 +59,13 @@ func measureHost(id string) (hostMem, error) {
 	}
 	m.PIDs = withDescendants(procs, roots)
 	for _, pid := range m.PIDs {
-		pss, shm, err := readPSS(pid)
+		pss, shm, file, err := readPSS(pid)
 		if err != nil {
 			continue // exited meanwhile
 		}
 		m.PSS += pss
 		m.PSSShmem += shm
+		m.PSSFile += file
 	}
 	m.MemFile, err = memfdBytes(m.SandboxPID, "runsc-memory")
 	return m, err
@@ -149,11 +151,11 @@ func withDescendants(procs []proc, roots map[int]bool) []int {
 	return out
 }
 
-// readPSS returns Pss and Pss_Shmem of pid in bytes.
-func readPSS(pid int) (pss, shmem int64, err error) {
+// readPSS returns Pss, Pss_Shmem and Pss_File of pid in bytes.
+func readPSS(pid int) (pss, shmem, file int64, err error) {
 	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "smaps_rollup"))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -168,9 +170,11 @@ func readPSS(pid int) (pss, shmem int64, err error) {
 			pss = kb << 10
 		case "Pss_Shmem:":
 			shmem = kb << 10
+		case "Pss_File:":
+			file = kb << 10
 		}
 	}
-	return pss, shmem, sc.Err()
+	return pss, shmem, file, sc.Err()
 }
 
 // memfdBytes sums the allocated blocks of pid's memfds called name.
@@ -211,3 +215,28 @@ func dirBytes(dir string) int64 {
 	})
 	return total
 }
+
+// memSamples accumulates hostMem readings for the memory rows.
+type memSamples struct{ host, dedup, pss, file, memfd samples }
+
+func (s *memSamples) add(m hostMem) {
+	s.host.add(mib(m.Total()))
+	s.dedup.add(mib(m.Dedup()))
+	s.pss.add(mib(m.PSS))
+	s.file.add(mib(m.PSSFile))
+	s.memfd.add(mib(m.MemFile))
+}
+
+// set records the readings on side.
+func (s *memSamples) set(res *Results, side Side) {
+	res.Set("memory.host", side, s.host)
+	res.Set("memory.dedup", side, s.dedup)
+	res.Set("memory.pss", side, s.pss)
+	res.Set("memory.pssfile", side, s.file)
+	res.Set("memory.memfd", side, s.memfd)
+}
+
+// memoryConcurrent is how many idle sandboxes are measured at once: PSS
+// splits shared pages (runsc text, rootfs files) among the processes
+// mapping them, so a lone sandbox would be charged all of them.
+const memoryConcurrent = 5

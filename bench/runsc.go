@@ -51,14 +51,15 @@ func (r *rawRunsc) run(ctx context.Context, timeout time.Duration, args ...strin
 }
 
 // bundle writes the OCI bundle of container id running argv in net; it
-// mirrors the spec forkbox's gVisor runtime builds (same mounts, caps and
-// limits: 1 CPU, 768 MiB memory cgroup, pids 2176).
+// mirrors the spec forkbox's gVisor runtime builds for the base template
+// (same mounts, caps and limits: 2 CPUs, 512 MiB + headroom = 768 MiB
+// memory cgroup, pids 2176).
 func (r *rawRunsc) bundle(id string, net rawNet, argv []string) (string, error) {
 	dir := filepath.Join(r.dir, "bundles", id)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	mem, quota, period := int64(768<<20), int64(100000), uint64(100000)
+	mem, quota, period := int64(768<<20), int64(200000), uint64(100000)
 	caps := []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",
 		"CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP",
 		"CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE"}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // imageKey names a template image by everything it depends on: the rootfs
@@ -29,14 +30,23 @@ func imageKey(version string, files ...string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
-// removeStaleImages deletes template images other than keep: they were made
-// by an older agent or runsc and will never be restored again.
+// staleAfter is how long an image of another agent/runsc build is kept.
+// Template directories can be shared by daemons of different builds (tests,
+// an upgrade in progress); an image one of them still uses must not vanish
+// under it, so only images nobody has rebuilt or touched for a day go.
+const staleAfter = 24 * time.Hour
+
+// removeStaleImages deletes template images other than keep that have not
+// been written for staleAfter: made by an older agent or runsc, they will
+// never be restored again.
 func removeStaleImages(dir, keep string) {
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
 		p := filepath.Join(dir, e.Name())
-		if strings.HasPrefix(e.Name(), "image-") && p != keep {
-			os.RemoveAll(p)
+		info, err := e.Info()
+		if err != nil || !strings.HasPrefix(e.Name(), "image-") || p == keep || time.Since(info.ModTime()) < staleAfter {
+			continue
 		}
+		os.RemoveAll(p)
 	}
 }
