@@ -165,8 +165,15 @@ func (m *Manager) spec(rec *store.Sandbox) runtime.Spec {
 // restore of a snapshot — and initialises its agent; on failure it removes
 // what it made.
 func (m *Manager) boot(ctx context.Context, rec store.Sandbox, tpl *store.Template) (err error) {
-	if tpl.ImageDir != "" {
+	switch {
+	case tpl.ImageDir != "" && imageExists(tpl.ImageDir):
 		return m.restore(ctx, rec, tpl.ImageDir, m.imageToken(ctx, tpl))
+	case tpl.ImageDir != "" && tpl.Kind == store.KindSnapshot:
+		return fmt.Errorf("snapshot %s has lost its image: %w", tpl.ID, errdefs.ErrNotFound)
+	case tpl.ImageDir != "":
+		// A template's image is only a shortcut past the cold boot; if it
+		// went (another daemon build removed it), boot the slow way.
+		m.log.Warn("template image missing; cold boot", "template", tpl.ID, "image", tpl.ImageDir)
 	}
 	spec := m.spec(&rec)
 	if _, err := m.rt.Create(ctx, spec); err != nil {
