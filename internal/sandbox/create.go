@@ -22,6 +22,9 @@ type CreateRequest struct {
 	AutoResume bool
 	// Secure makes the data plane require the sandbox's access token.
 	Secure bool
+	// PrivateTraffic makes ports other than the agent's require the
+	// sandbox's traffic access token.
+	PrivateTraffic bool
 	// AllowInternet, when nil, defaults to true (E2B's default).
 	AllowInternet *bool
 	Metadata      map[string]string
@@ -106,7 +109,7 @@ func (m *Manager) newRecord(req CreateRequest, tpl *store.Template, ttl time.Dur
 		Metadata: cloneMap(req.Metadata), EnvVars: cloneMap(req.EnvVars),
 		CPUCount: tpl.CPUCount, MemoryMB: tpl.MemoryMB, DiskSizeMB: tpl.DiskSizeMB,
 		EnvdVersion: m.cfg.EnvdVersion, AutoPause: req.AutoPause, AutoResume: req.AutoResume,
-		Secure: req.Secure, AllowInternet: req.AllowInternet == nil || *req.AllowInternet,
+		Secure: req.Secure || req.PrivateTraffic, PrivateTraffic: req.PrivateTraffic, AllowInternet: req.AllowInternet == nil || *req.AllowInternet,
 		StartedAt: now, EndAt: now.Add(ttl), Origin: "create", RuntimeName: m.rt.Name(),
 		RootFS: tpl.RootFS, AgentArgs: tpl.AgentArgs,
 	}

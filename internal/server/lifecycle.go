@@ -14,7 +14,6 @@ func (s *Server) killSandbox(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	s.forget(id)
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -296,7 +296,10 @@ func TestTrafficToken(t *testing.T) {
 		{"wrong token", []string{"Host", "8080-" + pid + ".sbx.test", "e2b-traffic-access-token", "nope"}, http.StatusForbidden},
 		{"token", []string{"Host", "8080-" + pid + ".sbx.test", "e2b-traffic-access-token", tok}, http.StatusOK},
 		{"envd needs none", []string{"E2b-Sandbox-Id", pid}, http.StatusOK},
-		{"code interpreter needs none", []string{"E2b-Sandbox-Id", pid, "E2b-Sandbox-Port", "49999"}, http.StatusOK},
+		// The code interpreter follows the rules of any port (the SDK sends
+		// the traffic token on every call to it)...
+		{"code interpreter without token", []string{"E2b-Sandbox-Id", pid, "E2b-Sandbox-Port", "49999"}, http.StatusForbidden},
+		{"code interpreter with token", []string{"E2b-Sandbox-Id", pid, "E2b-Sandbox-Port", "49999", "e2b-traffic-access-token", tok}, http.StatusOK},
 		{"public secure", []string{"Host", "8080-" + qid + ".sbx.test"}, http.StatusOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -309,6 +312,32 @@ func TestTrafficToken(t *testing.T) {
 				t.Error("traffic token leaked to the sandbox")
 			}
 		})
+	}
+}
+
+// ...and its /execute also needs the envd access token of a secure
+// sandbox, which the SDK sends there.
+func TestCodeInterpreterExecuteNeedsAccessToken(t *testing.T) {
+	e := newEnv(t)
+	sb := e.create(map[string]any{"templateID": "base", "secure": true})
+	id, tok := sb["sandboxID"].(string), sb["envdAccessToken"].(string)
+	for _, tc := range []struct {
+		path, token string
+		want        int
+	}{
+		{"/execute", "", http.StatusUnauthorized},
+		{"/execute", "wrong", http.StatusUnauthorized},
+		{"/execute", tok, http.StatusOK},
+		{"/contexts", "", http.StatusOK},
+	} {
+		hdr := []string{"E2b-Sandbox-Id", id, "E2b-Sandbox-Port", "49999"}
+		if tc.token != "" {
+			hdr = append(hdr, "X-Access-Token", tc.token)
+		}
+		resp, data := e.plane("GET", tc.path, "", hdr...)
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s with token %q: %d %s, want %d", tc.path, tc.token, resp.StatusCode, data, tc.want)
+		}
 	}
 }
 

@@ -90,6 +90,7 @@ func (b *createBody) request(alwaysSecure bool) (sandbox.CreateRequest, error) {
 		TemplateID: b.TemplateID, AutoPause: b.AutoPause, AutoResume: b.AutoResume.Enabled,
 		Secure: b.Secure || alwaysSecure || b.privateTraffic(), AllowInternet: b.allowInternet(),
 		Metadata: b.Metadata, EnvVars: b.EnvVars, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
+		PrivateTraffic: b.privateTraffic(),
 	}
 	if b.Timeout != nil {
 		d, err := seconds("timeout", *b.Timeout)

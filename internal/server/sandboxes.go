@@ -34,9 +34,6 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, alwaysSecure boo
 		writeError(w, err)
 		return
 	}
-	if body.privateTraffic() {
-		s.markPrivate(sb.ID)
-	}
 	writeJSON(w, http.StatusCreated, s.toSandboxJSON(sb))
 }
 

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/h2c"
@@ -61,11 +60,6 @@ type Server struct {
 	dash    http.Handler // the web dashboard's static files (no key: the page asks for it)
 	proxy   *dataPlane
 	handler http.Handler
-
-	// private records sandboxes created with allowPublicTraffic = false,
-	// whose non-envd ports require the traffic access token. It lives in
-	// memory until the store can hold the flag (see privateTraffic).
-	private sync.Map // sandbox id → struct{}
 }
 
 // New returns a Server for cfg.

@@ -13,15 +13,6 @@ import (
 // plane, for ports that require it (E2B's header name).
 const TrafficTokenHeader = "E2b-Traffic-Access-Token"
 
-// markPrivate records that sandbox id was created with
-// network.allowPublicTraffic = false. The flag lives in memory only: the
-// store has no field for it yet, so after a daemon restart such a sandbox
-// falls back to the TrafficTokenForSecure policy.
-func (s *Server) markPrivate(id string) { s.private.Store(id, struct{}{}) }
-
-// forget drops what the server remembers about a killed sandbox.
-func (s *Server) forget(id string) { s.private.Delete(id) }
-
 // trafficTokenRequired reports whether sb's ports other than envd and the
 // code interpreter require the traffic access token.
 func (s *Server) trafficTokenRequired(sb *sandbox.Sandbox) bool {
@@ -31,14 +22,19 @@ func (s *Server) trafficTokenRequired(sb *sandbox.Sandbox) bool {
 	if s.cfg.TrafficTokenForSecure {
 		return true
 	}
-	_, private := s.private.Load(sb.ID)
-	return private
+	return sb.PrivateTraffic
 }
 
-// checkTrafficToken enforces the traffic access token on a data-plane
-// request for port of sb.
+// checkTrafficToken enforces the tokens of a data-plane request for port
+// of sb: envd checks its own access token; the code interpreter's /execute
+// needs it too (the SDK sends it there, not to the contexts API); every
+// other port of a private sandbox needs the traffic token.
 func (s *Server) checkTrafficToken(r *http.Request, sb *sandbox.Sandbox, port int) error {
-	if port == s.cfg.EnvdPort || port == CodeInterpreterPort || !s.trafficTokenRequired(sb) {
+	if port == CodeInterpreterPort && sb.Secure && r.URL.Path == "/execute" &&
+		subtle.ConstantTimeCompare([]byte(r.Header.Get("X-Access-Token")), []byte(sb.EnvdAccessToken)) != 1 {
+		return fmt.Errorf("sandbox %s: /execute needs the sandbox's X-Access-Token: %w", sb.ID, errdefs.ErrUnauthenticated)
+	}
+	if port == s.cfg.EnvdPort || !s.trafficTokenRequired(sb) {
 		return nil
 	}
 	got := r.Header.Get(TrafficTokenHeader)

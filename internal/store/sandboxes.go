@@ -31,6 +31,9 @@ type Sandbox struct {
 	AutoPause   bool              `json:"autoPause"`
 	AutoResume  bool              `json:"autoResume"`
 	Secure      bool              `json:"secure"`
+	// PrivateTraffic makes the sandbox's ports (other than envd's) require
+	// the traffic access token (E2B's network.allowPublicTraffic = false).
+	PrivateTraffic bool `json:"privateTraffic,omitempty"`
 	// AllowInternet lets the sandbox reach outside the host.
 	AllowInternet bool `json:"allowInternet"`
 	// EnvdAccessToken guards the data plane when Secure.
