@@ -113,6 +113,9 @@ type CloneOptions struct {
 	// Timeout is the clones' time to live; zero inherits the source's
 	// remaining time (running source) or the default (paused source).
 	Timeout time.Duration
+	// Concurrency bounds how many clones the daemon restores at once
+	// (0: the daemon's default, which also caps it).
+	Concurrency int
 }
 
 // CloneResult is the answer of Clone.
@@ -130,10 +133,11 @@ func (c *Client) Clone(ctx context.Context, id string, o CloneOptions) (*CloneRe
 		return nil, fmt.Errorf("clone %s: count must be at least 1: %w", id, ErrBadRequest)
 	}
 	in := struct {
-		Count   int  `json:"count"`
-		Strict  bool `json:"strict"`
-		Timeout int  `json:"timeout,omitempty"`
-	}{o.Count, o.Strict, seconds(o.Timeout)}
+		Count       int  `json:"count"`
+		Strict      bool `json:"strict"`
+		Timeout     int  `json:"timeout,omitempty"`
+		Concurrency int  `json:"concurrency,omitempty"`
+	}{o.Count, o.Strict, seconds(o.Timeout), o.Concurrency}
 	out := &CloneResult{}
 	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/sandboxes/" + pathID(id) + "/clone", in: in, out: out}); err != nil {
 		return nil, err
@@ -145,6 +149,24 @@ func (c *Client) Clone(ctx context.Context, id string, o CloneOptions) (*CloneRe
 		out.Count = len(out.Sandboxes)
 	}
 	return out, nil
+}
+
+// CloneAll makes n running copies of a sandbox, at most concurrency
+// restored at once, all or nothing: if any copy fails, the ones made are
+// released and an error is returned (the mission's clone(n, concurrency)).
+func (c *Client) CloneAll(ctx context.Context, id string, n, concurrency int) ([]*Sandbox, error) {
+	res, err := c.Clone(ctx, id, CloneOptions{Count: n, Strict: true, Concurrency: concurrency})
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Sandboxes) != n {
+		// A daemon that ignored strict: undo, keep the promise.
+		for _, sb := range res.Sandboxes {
+			c.KillSandbox(context.WithoutCancel(ctx), sb.SandboxID)
+		}
+		return nil, fmt.Errorf("clone %s: %d of %d copies started: %w", id, len(res.Sandboxes), n, ErrConflict)
+	}
+	return res.Sandboxes, nil
 }
 
 // RollbackResult is the answer of Rollback.

@@ -20,6 +20,9 @@ type CloneOptions struct {
 	// Timeout is the copies' TTL; zero inherits the running source's, or the
 	// default for a paused source.
 	Timeout time.Duration
+	// Concurrency bounds parallel restores; zero or more than the
+	// daemon's CloneConcurrency means CloneConcurrency.
+	Concurrency int
 }
 
 // CloneResult reports a Clone: Sandboxes[i] is nil where Errors[i] says why
@@ -53,7 +56,7 @@ func (m *Manager) Clone(ctx context.Context, id string, o CloneOptions) (*CloneR
 		return nil, err
 	}
 	ctx = context.WithoutCancel(ctx)
-	res := m.restoreCopies(ctx, src.Sandbox, snap, o.Count, ttl)
+	res := m.restoreCopies(ctx, src.Sandbox, snap, o.Count, ttl, o.Concurrency)
 	if o.Strict && res.failed() > 0 {
 		m.killAll(ctx, res.Sandboxes)
 		m.dropSnapshot(ctx, snap)
@@ -99,9 +102,12 @@ func (r *CloneResult) firstError() error {
 }
 
 // restoreCopies starts count sandboxes from snap with bounded concurrency.
-func (m *Manager) restoreCopies(ctx context.Context, src store.Sandbox, snap *store.Template, count int, ttl time.Duration) *CloneResult {
+func (m *Manager) restoreCopies(ctx context.Context, src store.Sandbox, snap *store.Template, count int, ttl time.Duration, par int) *CloneResult {
 	res := &CloneResult{Sandboxes: make([]*Sandbox, count), Errors: make([]error, count), SnapshotID: snap.ID}
-	sem := make(chan struct{}, m.cfg.CloneConcurrency)
+	if par <= 0 || par > m.cfg.CloneConcurrency {
+		par = m.cfg.CloneConcurrency
+	}
+	sem := make(chan struct{}, par)
 	var wg sync.WaitGroup
 	for i := range count {
 		wg.Add(1)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/sandbox"
 )
 
@@ -79,6 +80,11 @@ func (s *Server) clone(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	if body.Concurrency < 0 {
+		writeError(w, fmt.Errorf("concurrency must not be negative: %w", errdefs.ErrInvalidArgument))
+		return
+	}
+	opts.Concurrency = body.Concurrency
 	id := r.PathValue("id")
 	var res *sandbox.CloneResult
 	err = s.afterPause(r.Context(), id, func() (err error) {

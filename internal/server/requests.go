@@ -163,6 +163,9 @@ type cloneBody struct {
 	Count   *int   `json:"count"`
 	Strict  bool   `json:"strict"`
 	Timeout *int64 `json:"timeout"`
+	// Concurrency (forkbox extension) bounds parallel restores; 0 is the
+	// daemon's default.
+	Concurrency int `json:"concurrency"`
 }
 
 // rollbackBody is CubeSandbox's rollback request.

@@ -64,10 +64,11 @@ func TestClonePausedStaysPaused(t *testing.T) {
 	if err := c.Pause(ctx, src.SandboxID); err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.Clone(ctx, src.SandboxID, client.CloneOptions{Count: 2})
+	clones, err := c.CloneAll(ctx, src.SandboxID, 2, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
+	res := client.CloneResult{Sandboxes: clones}
 	if st := state(t, ctx, c, src.SandboxID); st != "paused" {
 		t.Errorf("paused source is %s after clone", st)
 	}
@@ -86,7 +87,8 @@ func TestStrictCloneFailureLeavesNothing(t *testing.T) {
 	c := client.New(d.URL, d.APIKey)
 	src := create(t, ctx, c, client.CreateOptions{})
 	before := d.SandboxIDs()
-	_, err := c.Clone(ctx, src.SandboxID, client.CloneOptions{Count: 3, Strict: true})
+	// The SDK's all-or-nothing helper: clone(n, concurrency).
+	_, err := c.CloneAll(ctx, src.SandboxID, 3, 2)
 	if err == nil {
 		t.Fatal("strict clone with an injected failure succeeded")
 	}
