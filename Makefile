@@ -3,6 +3,9 @@
 # (apt packages, npm packages of the end-to-end tests); runsc is built from the
 # Go module proxy at the version pinned in go.mod.
 
+SHELL      := /bin/bash
+.SHELLFLAGS := -o pipefail -c
+
 BIN        := $(CURDIR)/bin
 DATA_DIR   ?= /var/lib/forkbox
 LISTEN     ?= 127.0.0.1:3000
@@ -24,7 +27,7 @@ build: $(BIN)/runsc
 $(BIN)/runsc: go.mod go.sum
 	@mkdir -p $(BIN)
 	@echo ">> building runsc (pinned in go.mod) — first time takes a few minutes"
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/runsc gvisor.dev/gvisor/runsc
+	CGO_ENABLED=0 $(GO) build -v -o $(BIN)/runsc gvisor.dev/gvisor/runsc 2>&1 | awk '{n++; if (n % 25 == 0) printf "   runsc: %d packages compiled (%s)\n", n, $$0}'
 	@touch $(BIN)/runsc
 
 ## deps: install what the machine lacks (apt packages, npm test clients)

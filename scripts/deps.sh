@@ -10,11 +10,15 @@ command -v nft >/dev/null || need+=(nftables)
 command -v ip >/dev/null || need+=(iproute2)
 command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
+# The code interpreter's unit tests run Debian's Python with these libraries.
+/usr/bin/python3 -c 'import matplotlib, pandas, numpy' 2>/dev/null ||
+	need+=(python3-matplotlib python3-pandas python3-numpy)
+command -v pgrep >/dev/null || need+=(procps)
 if [ ${#need[@]} -gt 0 ]; then
 	echo ">> apt-get install ${need[*]}"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
-	apt-get install -y -qq "${need[@]}" >/dev/null
+	apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 command -v go >/dev/null || { echo "deps: Go is required (https://go.dev/dl) — not found on PATH" >&2; exit 1; }
 
