@@ -19,7 +19,7 @@ all: build
 ## build: forkbox, the static agent, and the pinned static runsc into bin/
 build: $(BIN)/runsc
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/forkbox-agent ./cmd/forkbox-agent
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)/forkbox-agent ./cmd/forkbox-agent
 	$(GO) build -o $(BIN)/forkbox ./cmd/forkbox
 
 # runsc takes a few minutes the first time; rebuilt only when go.mod changes.

@@ -114,8 +114,8 @@ func run() error {
 			return err
 		}
 		res.Note("create", "Both sides use a private copy (`cp -a`) of `%s/base` made at the start of the run, not the shared "+
-			"directory: daemons sharing a template directory overwrite its agent and delete each other's template images "+
-			"(seen during development of this program). `-share-template` turns the copy off.", cfg.sharedTemplateDir)
+			"directory: every daemon installs its own agent into the shared rootfs, and during development of this program "+
+			"another daemon deleted the bench's template image mid-run. `-share-template` turns the copy off.", cfg.sharedTemplateDir)
 	}
 	runRaw(ctx, cfg, res, filepath.Join(tmp, "raw"))
 	if err := runForkbox(ctx, cfg, res, tmp); err != nil {

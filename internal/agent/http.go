@@ -33,6 +33,9 @@ func (a *Agent) handleInit(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	a.state.apply(req)
+	// /init follows every restore (resume, clone, rollback): copies of one
+	// image must not share random state.
+	a.Reseed()
 	a.log.Info("init applied", "env_vars", len(req.EnvVars), "token_set", req.AccessToken != nil,
 		"default_user", deref(req.DefaultUser), "default_workdir", deref(req.DefaultWorkdir))
 	w.Header().Set("Cache-Control", "no-store")
