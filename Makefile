@@ -50,6 +50,7 @@ test: deps build template
 ## bench: the benchmark program; writes docs/benchmarks.md
 bench: deps build template
 	$(GO) run ./bench -bin $(BIN) -template-dir $(DATA_DIR)/templates -out docs/benchmarks.md
+	$(GO) run ./bench/proxythroughput -bin $(BIN) -template-dir $(DATA_DIR)/templates >> docs/benchmarks.md
 
 clean:
 	rm -rf $(BIN)

@@ -146,7 +146,9 @@ func setDefaults(cfg *Config) {
 		cfg.EnvdVersion = DefaultEnvdVersion
 	}
 	if cfg.CloneConcurrency <= 0 {
-		cfg.CloneConcurrency = 4
+		// Restores of big images wait on the disk more than on the CPU: raw runsc
+		// restoring ten 256 MiB images at once beat four at a time (benchmarks.md).
+		cfg.CloneConcurrency = 8
 	}
 	if cfg.MaxClones <= 0 {
 		cfg.MaxClones = 100
