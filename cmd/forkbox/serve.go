@@ -25,11 +25,12 @@ func serve(cmd *cobra.Command, _ []string) error {
 	sweep, _ := f.GetDuration("sweep-interval")
 	timeout, _ := f.GetDuration("default-timeout")
 	netIndex, _ := f.GetInt("network-index")
+	poolSize, _ := f.GetInt("pool-size")
 	return daemon.Run(cmd.Context(), daemon.Options{
 		Listen: str("listen"), DataDir: str("data-dir"), TemplateDir: str("template-dir"),
 		Domain: str("domain"), RunscPath: str("runsc"), AgentPath: str("agent"),
 		TLSListen: str("tls-listen"), TLSCert: str("tls-cert"), TLSKey: str("tls-key"),
-		SweepInterval: sweep, DefaultTimeout: timeout, NetworkIndex: netIndex,
+		SweepInterval: sweep, DefaultTimeout: timeout, NetworkIndex: netIndex, PoolSize: poolSize,
 		Logger: log, Out: cmd.ErrOrStderr(),
 	})
 }

@@ -36,6 +36,9 @@ type Options struct {
 	TLSListen string
 	TLSCert   string
 	TLSKey    string
+	// PoolSize sandboxes per built-in template are kept restored ahead of
+	// time so creates are a hand-over (0: none).
+	PoolSize int
 	// NetworkIndex separates the networks of several daemons on one host
 	// (0: the default 10.201.0.0/16; n: 10.(201+n).0.0/16, 1..50).
 	NetworkIndex int
@@ -78,6 +81,7 @@ func Run(ctx context.Context, o Options) error {
 		DefaultTimeout: o.DefaultTimeout, SweepInterval: o.SweepInterval,
 		AgentArgs: []string{template.AgentInRootFS}, ClientID: hostname(),
 		ImageDir: filepath.Join(o.DataDir, "images"),
+		PoolSize: o.PoolSize, PoolTemplates: []string{template.BaseID, template.CodeInterpreterID},
 	})
 	if err != nil {
 		return err

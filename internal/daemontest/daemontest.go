@@ -116,6 +116,9 @@ func Start(t testing.TB, o Options) *Daemon {
 		// a developer's daemon) must not remove each other's networks.
 		"--network-index", fmt.Sprint(networkIndex()),
 		"--sweep-interval", "200ms",
+		// No pool unless a test asks for one (ExtraArgs come later and win):
+		// pooled sandboxes would show up in the host-state checks.
+		"--pool-size", "0",
 	}, o.ExtraArgs...)
 	d.start()
 	t.Cleanup(d.Stop)

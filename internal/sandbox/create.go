@@ -84,11 +84,25 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		return nil, err
 	}
 	rec := m.newRecord(req, tpl, ttl)
+	pooled := ""
+	if poolable(req, tpl) {
+		if pooled = m.pool.take(tpl.ID); pooled != "" {
+			rec.ID = pooled
+		}
+	}
 	e, err := m.register(ctx, rec)
 	if err != nil {
+		if pooled != "" {
+			m.rt.Delete(context.WithoutCancel(ctx), pooled)
+		}
 		return nil, err
 	}
-	if err := m.boot(ctx, rec, tpl); err != nil {
+	if pooled != "" {
+		err = m.adoptPooled(ctx, rec)
+	} else {
+		err = m.boot(ctx, rec, tpl)
+	}
+	if err != nil {
 		m.release(ctx, e, StateKilled, func(e *entry) { e.rec.Error = err.Error() })
 		return nil, err
 	}
@@ -190,4 +204,14 @@ func (m *Manager) boot(ctx context.Context, rec store.Sandbox, tpl *store.Templa
 		}
 	}()
 	return m.initAgent(ctx, &rec, "")
+}
+
+// adoptPooled initialises the agent of a sandbox taken from the pool; on
+// failure the sandbox is removed.
+func (m *Manager) adoptPooled(ctx context.Context, rec store.Sandbox) error {
+	if err := m.initAgent(ctx, &rec, ""); err != nil {
+		m.rt.Delete(context.WithoutCancel(ctx), rec.ID)
+		return err
+	}
+	return nil
 }

@@ -16,12 +16,15 @@ func (m *Manager) Run(ctx context.Context) {
 	defer t.Stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	defer m.drainPools(ctx)
+	m.fillPools(ctx)
 	for n := 0; ; n++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 			m.sweep(ctx, &wg)
+			m.fillPools(ctx)
 			if n%collectEvery == 0 {
 				m.collectSnapshots(ctx)
 			}

@@ -28,6 +28,8 @@ type memAgent struct {
 
 func (a *memAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
+	case "/health":
+		w.WriteHeader(http.StatusNoContent)
 	case "/init":
 		a.inits.Add(1)
 		if a.fail {
@@ -82,7 +84,7 @@ func newEnv(t *testing.T) *env {
 func (e *env) newManager(t *testing.T) *Manager {
 	m, err := New(Config{
 		Runtime: e.rt, Store: e.st, ImageDir: t.TempDir(),
-		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:    slog.New(slog.NewTextHandler(testLogOut, nil)),
 		AgentWait: 2 * time.Second, AgentArgs: []string{"/agent"},
 	})
 	if err != nil {
@@ -166,3 +168,7 @@ func (e *env) shutdown(t *testing.T) {
 	}
 	e.m.agentHTTP.CloseIdleConnections()
 }
+
+// testLogOut receives the manager's logs (io.Discard; swap for os.Stderr
+// when debugging a test).
+var testLogOut io.Writer = io.Discard

@@ -56,6 +56,10 @@ type Config struct {
 	CloneConcurrency int
 	// MaxClones caps count of one fork/clone (the per-host quota).
 	MaxClones int
+	// PoolSize sandboxes of each of PoolTemplates are kept restored ahead
+	// of time, so creating one is a hand-over (0: no pool).
+	PoolSize      int
+	PoolTemplates []string
 }
 
 // Manager owns the sandboxes of this host. It is safe for concurrent use.
@@ -78,6 +82,9 @@ type Manager struct {
 	// dataConns are the data plane's open connections, cut when a sandbox
 	// stops running.
 	dataConns connSet
+
+	// pool holds sandboxes restored ahead of time (pool.go).
+	pool pool
 
 	// evictSem bounds concurrent evictions.
 	evictSem chan struct{}

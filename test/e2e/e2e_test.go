@@ -64,7 +64,9 @@ func serveArgs(t *testing.T) []string {
 	bin := filepath.Join(daemontest.BinDir(t), "forkbox")
 	out, _ := exec.Command(bin, "serve", "--help").CombinedOutput()
 	if strings.Contains(string(out), "sweep-interval") {
-		return []string{"--sweep-interval", "200ms"}
+		// The unmodified clients run against the daemon as users get it:
+		// with its pool of sandboxes restored ahead of time.
+		return []string{"--sweep-interval", "200ms", "--pool-size", "2"}
 	}
 	t.Logf("e2e: `forkbox serve` has no --sweep-interval flag; using the default sweep")
 	return nil

@@ -1,6 +1,7 @@
 package fake
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -35,9 +36,12 @@ func (r *Runtime) Checkpoint(ctx context.Context, id string, imageDir string, op
 	if c, ok := sb.handler.(Cloner); ok {
 		img.handler = c.Clone()
 	}
-	if err := writeMarker(imageDir, sb.spec); err != nil {
+	r.checkpoints++
+	marker, err := writeMarker(imageDir, sb.spec, r.checkpoints)
+	if err != nil {
 		return fmt.Errorf("write marker: %w", err)
 	}
+	img.marker = marker
 	r.images[filepath.Clean(imageDir)] = img
 	if !opts.LeaveRunning {
 		sb.stop()
@@ -83,18 +87,18 @@ func (r *Runtime) Restore(ctx context.Context, spec runtime.Spec, imageDir strin
 }
 
 // imageLocked finds the checkpoint in imageDir: by directory, or — for an
-// image whose files were hard-linked into a new directory, as a real image
-// may be — by the identity of its marker file.
+// image whose files were moved or hard-linked into another directory, as a
+// real image may be — by its marker, unique per checkpoint.
 func (r *Runtime) imageLocked(imageDir string) (image, bool) {
 	if img, ok := r.images[filepath.Clean(imageDir)]; ok {
 		return img, true
 	}
-	fi, err := os.Stat(filepath.Join(imageDir, MarkerFile))
+	marker, err := os.ReadFile(filepath.Join(imageDir, MarkerFile))
 	if err != nil {
 		return image{}, false
 	}
-	for dir, img := range r.images {
-		if other, err := os.Stat(filepath.Join(dir, MarkerFile)); err == nil && os.SameFile(fi, other) {
+	for _, img := range r.images {
+		if bytes.Equal(img.marker, marker) {
 			return img, true
 		}
 	}

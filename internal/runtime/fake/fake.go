@@ -48,6 +48,8 @@ type Runtime struct {
 	sandboxes map[string]*sandbox // guarded by mu
 	images    map[string]image    // by clean image dir; guarded by mu
 	nextAddr  int                 // guarded by mu
+	// checkpoints numbers checkpoints so every marker is unique; guarded by mu.
+	checkpoints int
 }
 
 // sandbox is one fake sandbox.
@@ -65,6 +67,7 @@ type sandbox struct {
 type image struct {
 	spec    runtime.Spec
 	handler http.Handler // a clone, or nil
+	marker  []byte       // the marker file's content, unique per checkpoint
 }
 
 var (
@@ -273,10 +276,10 @@ func validate(spec runtime.Spec) error {
 }
 
 // writeMarker records a checkpoint in imageDir.
-func writeMarker(imageDir string, spec runtime.Spec) error {
-	b, err := json.Marshal(map[string]string{"id": spec.ID, "rootfs": spec.RootFS})
+func writeMarker(imageDir string, spec runtime.Spec, seq int) ([]byte, error) {
+	b, err := json.Marshal(map[string]any{"id": spec.ID, "rootfs": spec.RootFS, "checkpoint": seq})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return os.WriteFile(filepath.Join(imageDir, MarkerFile), b, 0o644)
+	return b, os.WriteFile(filepath.Join(imageDir, MarkerFile), b, 0o644)
 }

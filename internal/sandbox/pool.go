@@ -1,0 +1,96 @@
+package sandbox
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/forkbox/forkbox/internal/store"
+)
+
+// pool keeps a few sandboxes per template restored ahead of time, so a
+// create only has to hand one over and initialise its agent instead of
+// waiting for a restore. Pooled sandboxes exist only in the runtime: they
+// are in no record, so a restarted daemon removes them as orphans.
+type pool struct {
+	mu      sync.Mutex
+	ready   map[string][]string // template id → restored sandbox ids; guarded by mu
+	filling atomic.Bool
+}
+
+// poolable reports whether req may be served from the pool: the pooled
+// sandboxes were restored with the template's limits and internet access.
+func poolable(req CreateRequest, tpl *store.Template) bool {
+	return tpl.Kind == store.KindTemplate && tpl.ImageDir != "" &&
+		req.CPUCount == 0 && req.MemoryMB == 0 &&
+		(req.AllowInternet == nil || *req.AllowInternet)
+}
+
+// take removes a ready sandbox of template id from the pool ("" if none).
+func (p *pool) take(id string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ids := p.ready[id]
+	if len(ids) == 0 {
+		return ""
+	}
+	p.ready[id] = ids[1:]
+	return ids[0]
+}
+
+func (p *pool) put(tplID, id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ready == nil {
+		p.ready = map[string][]string{}
+	}
+	p.ready[tplID] = append(p.ready[tplID], id)
+}
+
+func (p *pool) size(tplID string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.ready[tplID])
+}
+
+// fillPools tops up the pools of Config.PoolTemplates in the background;
+// one filler runs at a time.
+func (m *Manager) fillPools(ctx context.Context) {
+	if m.cfg.PoolSize <= 0 || !m.pool.filling.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer m.pool.filling.Store(false)
+		for _, tplID := range m.cfg.PoolTemplates {
+			m.fillPool(ctx, tplID)
+		}
+	}()
+}
+
+func (m *Manager) fillPool(ctx context.Context, tplID string) {
+	tpl, err := m.st.GetTemplate(ctx, tplID)
+	if err != nil || !poolable(CreateRequest{}, tpl) || !imageExists(tpl.ImageDir) {
+		return
+	}
+	for m.pool.size(tplID) < m.cfg.PoolSize && ctx.Err() == nil {
+		rec := m.newRecord(CreateRequest{}, tpl, m.cfg.DefaultTimeout)
+		cp, err := m.checkpointer()
+		if err != nil {
+			return
+		}
+		if _, err := cp.Restore(ctx, m.spec(&rec), tpl.ImageDir); err != nil {
+			m.log.Warn("pool: restore failed", "template", tplID, "err", err)
+			return
+		}
+		m.pool.put(tplID, rec.ID)
+	}
+}
+
+// drainPools deletes every pooled sandbox (on shutdown).
+func (m *Manager) drainPools(ctx context.Context) {
+	for _, tplID := range m.cfg.PoolTemplates {
+		for id := m.pool.take(tplID); id != ""; id = m.pool.take(tplID) {
+			m.rt.Delete(context.WithoutCancel(ctx), id)
+		}
+	}
+}
