@@ -59,30 +59,11 @@ func TestConventions(t *testing.T) {
 	}
 }
 
-// startTLSDaemon starts the daemon of TestConventions. As startDaemon
-// does, it checks after the daemon has stopped that no mount was left under
-// its data dir (a leak on the host), then removes the dir.
+// startTLSDaemon starts the daemon of TestConventions: startDaemon's,
+// serving TLS for the test domain too.
 func startTLSDaemon(t *testing.T) *daemontest.Daemon {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "forkbox-e2e-tls-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if left := mountsUnder(dir); len(left) > 0 {
-			t.Errorf("e2e: the stopped daemon left %d mount(s) under its data dir: %s", len(left), strings.Join(left, ", "))
-			for _, m := range left {
-				for unix.Unmount(m, unix.MNT_DETACH) == nil {
-				}
-			}
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			t.Errorf("e2e: remove the daemon's data dir: %v", err)
-		}
-	})
-	return daemontest.Start(t, daemontest.Options{DataDir: dir, ExtraArgs: []string{
-		"--domain", conventionsDomain, "--tls-listen", conventionsTLS,
-	}})
+	return startDaemon(t, "--domain", conventionsDomain, "--tls-listen", conventionsTLS)
 }
 
 // guardHostsFile serializes the runs of TestConventions on this host (they

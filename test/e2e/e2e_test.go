@@ -78,7 +78,7 @@ func serveArgs(t *testing.T) []string {
 // and undone runsc's known null-netns bind mount: anything still mounted
 // there is a leak on the host, reported as a failure and then cleaned up so
 // the next run starts clean.
-func startDaemon(t *testing.T) *daemontest.Daemon {
+func startDaemon(t *testing.T, extraArgs ...string) *daemontest.Daemon {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "forkbox-e2e-")
 	if err != nil {
@@ -98,7 +98,7 @@ func startDaemon(t *testing.T) *daemontest.Daemon {
 			t.Errorf("e2e: remove the daemon's data dir: %v", err)
 		}
 	})
-	return daemontest.Start(t, daemontest.Options{DataDir: dir, ExtraArgs: serveArgs(t)})
+	return daemontest.Start(t, daemontest.Options{DataDir: dir, ExtraArgs: append(serveArgs(t), extraArgs...)})
 }
 
 // mountsUnder lists the mount points at or below dir, deepest first.
