@@ -60,7 +60,7 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.cloneReps, "clone-reps", 3, "rounds per clone count")
 	flag.StringVar(&only, "only", "", "comma-separated sections: "+sectionNames())
 	flag.BoolVar(&c.keep, "keep", false, "keep the temporary directory (daemon log, data)")
-	flag.BoolVar(&c.shareTemplate, "share-template", false, "use -template-dir in place instead of a private copy of its base template")
+	flag.BoolVar(&c.shareTemplate, "share-template", false, "use -template-dir in place instead of a private copy of its base and code-interpreter-v1 templates")
 	flag.Parse()
 	if c.n < 1 || c.echoN < 1 || c.cloneReps < 1 {
 		return c, fmt.Errorf("-n, -echo-n and -clone-reps must be positive")
@@ -113,7 +113,8 @@ func run() error {
 		if cfg.templateDir, err = privateTemplateDir(ctx, cfg.templateDir, tmp); err != nil {
 			return err
 		}
-		res.Note("create", "Both sides use a private copy (`cp -a`) of `%s/base` made at the start of the run, not the shared "+
+		res.Note("create", "Both sides use a private copy (`cp -a`) of `%s/base` (and the daemon one of `code-interpreter-v1`, which it "+
+			"needs to start) made at the start of the run, not the shared "+
 			"directory: every daemon installs its own agent into the shared rootfs, and during development of this program "+
 			"another daemon deleted the bench's template image mid-run. `-share-template` turns the copy off.", cfg.sharedTemplateDir)
 	}
@@ -170,6 +171,9 @@ func runForkbox(ctx context.Context, cfg config, res *Results, tmp string) error
 	fb := &fbBench{c: d.Client, d: d, res: res, cfg: cfg}
 	steps := benchSteps(cfg, fb.benchCreate, fb.benchEcho, fb.benchMemory, fb.benchPauseResume,
 		fb.benchSnapshot, fb.benchClone, fb.benchRollback)
+	if cfg.want("codeinterp") { // forkbox only: raw runsc has no counterpart
+		steps = append(steps, step{"codeinterp", fb.benchCodeInterp})
+	}
 	for _, s := range steps {
 		if ctx.Err() != nil {
 			return ctx.Err()

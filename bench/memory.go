@@ -227,13 +227,17 @@ func (s *memSamples) add(m hostMem) {
 	s.memfd.add(mib(m.MemFile))
 }
 
-// set records the readings on side.
-func (s *memSamples) set(res *Results, side Side) {
-	res.Set("memory.host", side, s.host)
-	res.Set("memory.dedup", side, s.dedup)
-	res.Set("memory.pss", side, s.pss)
-	res.Set("memory.pssfile", side, s.file)
-	res.Set("memory.memfd", side, s.memfd)
+// set records the readings on side in the memory section's rows.
+func (s *memSamples) set(res *Results, side Side) { s.setAs(res, side, "memory") }
+
+// setAs records the readings on side in the rows <prefix>.host, .dedup,
+// .pss, .pssfile and .memfd.
+func (s *memSamples) setAs(res *Results, side Side, prefix string) {
+	res.Set(prefix+".host", side, s.host)
+	res.Set(prefix+".dedup", side, s.dedup)
+	res.Set(prefix+".pss", side, s.pss)
+	res.Set(prefix+".pssfile", side, s.file)
+	res.Set(prefix+".memfd", side, s.memfd)
 }
 
 // memoryConcurrent is how many idle sandboxes are measured at once: PSS
