@@ -347,3 +347,44 @@ func TestRecoverAfterRestart(t *testing.T) {
 		t.Errorf("resume after restart: %v", err)
 	}
 }
+
+// A clone's snapshot is removed once its source and every clone are gone;
+// a snapshot past its TTL is removed once unused; others stay.
+func TestSnapshotCollection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		ctx := context.Background()
+		src := e.create(t, CreateRequest{})
+		res, err := e.m.Clone(ctx, src.ID, CloneOptions{Count: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		keep, _ := e.m.Snapshot(ctx, src.ID, SnapshotOptions{Name: "keep"})
+		short, _ := e.m.Snapshot(ctx, src.ID, SnapshotOptions{TTL: time.Minute})
+		exists := func(id string) bool { _, err := e.st.GetTemplate(ctx, id); return err == nil }
+
+		e.m.Kill(ctx, res.Sandboxes[0].ID)
+		e.m.collectSnapshots(ctx)
+		if !exists(res.SnapshotID) {
+			t.Fatal("clone snapshot removed while its source and a clone live")
+		}
+		e.m.Kill(ctx, res.Sandboxes[1].ID)
+		e.m.Kill(ctx, src.ID)
+		e.m.collectSnapshots(ctx)
+		if exists(res.SnapshotID) {
+			t.Error("clone snapshot kept after its source and clones died")
+		}
+		if !exists(short.ID) || !exists(keep.ID) {
+			t.Fatal("snapshots removed before their TTL")
+		}
+		time.Sleep(2 * time.Minute)
+		e.m.collectSnapshots(ctx)
+		if exists(short.ID) {
+			t.Error("snapshot kept past its TTL")
+		}
+		if !exists(keep.ID) {
+			t.Error("snapshot without a TTL removed")
+		}
+		e.shutdown(t)
+	})
+}
