@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/forkbox/forkbox/client"
 	"github.com/forkbox/forkbox/internal/daemon"
+	"github.com/forkbox/forkbox/internal/daemonproc"
 )
 
 // networkIndex keeps the bench daemon's sandbox networks (10.208.0.0/16,
@@ -31,7 +30,7 @@ type Daemon struct {
 	Client            *client.Client
 	LogPath           string
 	Launcher          string // how it was started
-	cmd               *exec.Cmd
+	proc              *daemonproc.Proc
 	runsc             string
 }
 
@@ -39,41 +38,33 @@ type Daemon struct {
 // program itself in internal-daemon mode (internal/daemon.Run), as a child
 // process either way, and waits until it answers /health.
 func startDaemon(ctx context.Context, binDir, templateDir, tmp string) (*Daemon, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
 	d := &Daemon{DataDir: filepath.Join(tmp, "daemon-data"), LogPath: filepath.Join(tmp, "daemon.log"),
 		runsc: filepath.Join(binDir, "runsc")}
-	listen := "127.0.0.1:" + strconv.Itoa(port)
-	args := []string{"serve", "--listen", listen, "--data-dir", d.DataDir, "--template-dir", templateDir,
-		"--runsc", d.runsc, "--agent", filepath.Join(binDir, "forkbox-agent"),
-		"--network-index", strconv.Itoa(networkIndex)}
-	name := filepath.Join(binDir, "forkbox")
-	if !hasServe(ctx, name) {
-		if name, err = os.Executable(); err != nil {
+	o := daemonproc.Options{Bin: binDir, DataDir: d.DataDir, TemplateDir: templateDir,
+		Args:         []string{"--network-index", strconv.Itoa(networkIndex)},
+		LogPath:      d.LogPath,
+		ReadyTimeout: 10 * time.Minute,
+		StopTimeout:  20 * time.Second,
+		SysProcAttr:  &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM},
+	}
+	if name := filepath.Join(binDir, "forkbox"); !hasServe(ctx, name) {
+		self, err := os.Executable()
+		if err != nil {
 			return nil, err
 		}
-		args[0] = internalDaemonArg
+		o.Command = []string{self, internalDaemonArg}
 	}
-	d.Launcher = filepath.Base(name) + " " + strings.Join(args, " ")
-	logf, err := os.Create(d.LogPath)
+	slog.Info("starting daemon", "bin", binDir, "internal", o.Command != nil, "log", d.LogPath)
+	p, err := daemonproc.Start(ctx, o)
 	if err != nil {
+		d.cleanup(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	defer logf.Close()
-	d.cmd = exec.Command(name, args...)
-	d.cmd.Stdout, d.cmd.Stderr = logf, logf
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	slog.Info("starting daemon", "cmd", d.Launcher, "log", d.LogPath)
-	if err := d.cmd.Start(); err != nil {
-		return nil, err
-	}
-	d.URL = "http://" + listen
-	if err := d.waitReady(ctx, 10*time.Minute); err != nil {
-		d.Stop(context.WithoutCancel(ctx))
-		return nil, err
-	}
+	argv := p.Cmdline()
+	d.proc, d.URL, d.Key = p, p.URL, p.APIKey
+	d.Launcher = filepath.Base(argv[0]) + " " + strings.Join(argv[1:], " ")
+	d.Client = client.New(d.URL, d.Key)
+	slog.Info("daemon ready", "cmd", d.Launcher)
 	return d, nil
 }
 
@@ -88,84 +79,23 @@ func hasServe(ctx context.Context, name string) bool {
 	return strings.Contains(string(out), "network-index")
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// waitReady polls /health and then reads the API key.
-func (d *Daemon) waitReady(ctx context.Context, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	exited := make(chan struct{})
-	go func() { d.cmd.Process.Wait(); close(exited) }()
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return fmt.Errorf("daemon exited during start-up; see %s", d.LogPath)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		resp, err := http.Get(d.URL + "/health")
-		if err != nil {
-			continue
-		}
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			key, err := os.ReadFile(filepath.Join(d.DataDir, "api-key"))
-			if err != nil {
-				return fmt.Errorf("read api key: %w", err)
-			}
-			d.Key = strings.TrimSpace(string(key))
-			d.Client = client.New(d.URL, d.Key)
-			return nil
-		}
-	}
-	return fmt.Errorf("daemon not ready after %s; see %s", limit, d.LogPath)
-}
-
 // Stop kills every sandbox the daemon knows, stops the daemon and removes
 // whatever runsc containers and sandbox networks are left of it.
 func (d *Daemon) Stop(ctx context.Context) {
-	if d.Client != nil {
-		killAll(ctx, d.Client)
-	}
-	if d.cmd != nil && d.cmd.Process != nil {
-		d.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { d.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			slog.Warn("daemon did not stop on SIGTERM; killing it")
-			d.cmd.Process.Kill()
-			<-done
+	if d.proc != nil {
+		if err := d.proc.Stop(ctx); err != nil {
+			slog.Warn("stop daemon", "err", err)
 		}
 	}
+	d.cleanup(ctx)
+}
+
+// cleanup removes the runsc containers and sandbox networks a stopped (or
+// failed) daemon left.
+func (d *Daemon) cleanup(ctx context.Context) {
 	root := filepath.Join(d.DataDir, "runtime", "runsc")
 	removeRunscContainers(ctx, d.runsc, root)
 	removeDaemonNetworks(ctx)
-}
-
-// killAll deletes every running or paused sandbox.
-func killAll(ctx context.Context, c *client.Client) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	for range 5 {
-		list, _, err := c.ListSandboxes(ctx, client.ListOptions{State: []string{"running", "paused"}, Limit: 100})
-		if err != nil || len(list) == 0 {
-			return
-		}
-		for _, sb := range list {
-			if err := c.KillSandbox(ctx, sb.SandboxID); err != nil && !client.IsNotFound(err) {
-				slog.Warn("kill sandbox at cleanup", "sandbox", sb.SandboxID, "err", err)
-			}
-		}
-	}
 }
 
 // removeDaemonNetworks deletes namespaces, links and the nftables table of

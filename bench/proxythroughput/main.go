@@ -83,7 +83,7 @@ func run(ctx context.Context, c config) error {
 		{name: "through the proxy", url: d.url + "/blob", host: fmt.Sprintf("%d-%s.forkbox.bench", c.port, sb.SandboxID)},
 		{name: "straight to the sandbox", url: fmt.Sprintf("http://%s:%d/blob", addr, c.port)},
 	}
-	if err := measure(ctx, paths, c, d.cmd.Process.Pid); err != nil {
+	if err := measure(ctx, paths, c, d.proc.Pid()); err != nil {
 		return err
 	}
 	report(os.Stdout, paths, c)

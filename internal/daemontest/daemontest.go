@@ -1,25 +1,24 @@
 // Package daemontest starts a real forkbox daemon (the built binary, real
-// runsc) for integration and end-to-end tests and benchmarks. A missing
-// prerequisite fails the test loudly: CI runs as root where runsc works, so a
-// skipped runtime test would be an unchecked claim.
+// runsc) for integration and end-to-end tests: a testing wrapper over
+// internal/daemonproc that fails the test where that returns an error. A
+// missing prerequisite fails the test loudly: CI runs as root where runsc
+// works, so a skipped runtime test would be an unchecked claim.
 package daemontest
 
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/forkbox/forkbox/internal/daemonproc"
 )
 
 // Daemon is a running `forkbox serve` process.
@@ -29,13 +28,8 @@ type Daemon struct {
 	DataDir string
 	Bin     string // directory of forkbox, forkbox-agent, runsc
 
-	t       testing.TB
-	args    []string
-	env     []string
-	cmd     *exec.Cmd
-	logMu   sync.Mutex
-	logFile *os.File
-	exited  chan struct{}
+	t testing.TB
+	p *daemonproc.Proc
 }
 
 // Options tune Start.
@@ -100,27 +94,33 @@ func Start(t testing.TB, o Options) *Daemon {
 	if os.Geteuid() != 0 {
 		t.Fatal("daemontest: must run as root (runsc, namespaces, nftables)")
 	}
-	d := &Daemon{t: t, Bin: BinDir(t), DataDir: o.DataDir, env: o.Env}
+	d := &Daemon{t: t, Bin: BinDir(t), DataDir: o.DataDir}
 	if d.DataDir == "" {
 		d.DataDir = t.TempDir()
 	}
-	port := freePort(t)
-	d.URL = fmt.Sprintf("http://127.0.0.1:%d", port)
-	d.args = append([]string{"serve",
-		"--listen", fmt.Sprintf("127.0.0.1:%d", port),
-		"--data-dir", d.DataDir,
-		"--template-dir", TemplateDir(t),
-		"--runsc", filepath.Join(d.Bin, "runsc"),
-		"--agent", filepath.Join(d.Bin, "forkbox-agent"),
-		// Its own subnet and names: daemons of concurrent test packages (or
-		// a developer's daemon) must not remove each other's networks.
-		"--network-index", fmt.Sprint(networkIndex()),
-		"--sweep-interval", "200ms",
-		// No pool unless a test asks for one (ExtraArgs come later and win):
-		// pooled sandboxes would show up in the host-state checks.
-		"--pool-size", "0",
-	}, o.ExtraArgs...)
-	d.start()
+	p, err := daemonproc.Start(context.Background(), daemonproc.Options{
+		Bin:         d.Bin,
+		DataDir:     d.DataDir,
+		TemplateDir: TemplateDir(t),
+		Args: append([]string{
+			// Its own subnet and names: daemons of concurrent test packages
+			// (or a developer's daemon) must not remove each other's networks.
+			"--network-index", fmt.Sprint(networkIndex()),
+			"--sweep-interval", "200ms",
+			// No pool unless a test asks for one (ExtraArgs come later and
+			// win): pooled sandboxes would show up in the host-state checks.
+			"--pool-size", "0",
+		}, o.ExtraArgs...),
+		Env:          o.Env,
+		ReadyTimeout: 90 * time.Second,
+		StopTimeout:  10 * time.Second,
+		// Its own process group, so a test can kill -9 the daemon alone.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	})
+	if err != nil {
+		t.Fatalf("daemontest: %v\n%s", err, readLog(d.DataDir))
+	}
+	d.p, d.URL, d.APIKey = p, p.URL, p.APIKey
 	t.Cleanup(d.Stop)
 	return d
 }
@@ -129,139 +129,52 @@ func Start(t testing.TB, o Options) *Daemon {
 // process so daemons of test packages run in parallel do not collide.
 func networkIndex() int { return 1 + os.Getpid()%40 }
 
-func freePort(t testing.TB) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-func (d *Daemon) start() {
-	t := d.t
-	logPath := filepath.Join(d.DataDir, "daemon.log")
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.logFile = f
-	d.cmd = exec.Command(filepath.Join(d.Bin, "forkbox"), d.args...)
-	d.cmd.Env = append(os.Environ(), d.env...)
-	d.cmd.Stdout, d.cmd.Stderr = f, f
-	// Its own process group, so a test can kill -9 the daemon alone.
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	d.exited = make(chan struct{})
-	go func() { d.cmd.Wait(); close(d.exited) }()
-	d.waitReady(90 * time.Second)
-	key, err := os.ReadFile(filepath.Join(d.DataDir, "api-key"))
-	if err != nil {
-		t.Fatalf("daemontest: api key: %v\n%s", err, d.Log())
-	}
-	d.APIKey = strings.TrimSpace(string(key))
-}
-
-func (d *Daemon) waitReady(limit time.Duration) {
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		select {
-		case <-d.exited:
-			d.t.Fatalf("daemontest: daemon exited at start:\n%s", d.Log())
-		default:
-		}
-		resp, err := http.Get(d.URL + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	d.t.Fatalf("daemontest: daemon not ready after %s:\n%s", limit, d.Log())
-}
-
-// Log returns what the daemon printed so far.
-func (d *Daemon) Log() string {
-	b, _ := os.ReadFile(filepath.Join(d.DataDir, "daemon.log"))
+// readLog returns <dataDir>/daemon.log, where daemonproc writes the log.
+func readLog(dataDir string) string {
+	b, _ := os.ReadFile(filepath.Join(dataDir, "daemon.log"))
 	return string(b)
 }
 
+// Log returns what the daemon printed so far.
+func (d *Daemon) Log() string { return d.p.Log() }
+
 // Kill9 kills the daemon with SIGKILL (sandboxes keep running) and waits.
-func (d *Daemon) Kill9() {
-	d.cmd.Process.Signal(syscall.SIGKILL)
-	<-d.exited
-}
+func (d *Daemon) Kill9() { d.p.Kill9() }
 
 // Restart starts the daemon again on the same address and data dir.
 func (d *Daemon) Restart() {
-	d.start()
+	d.t.Helper()
+	if err := d.p.Restart(context.Background()); err != nil {
+		d.t.Fatalf("daemontest: %v\n%s", err, d.Log())
+	}
+	d.APIKey = d.p.APIKey
 }
 
 // Stop terminates the daemon gracefully and then removes every sandbox it
-// left, so tests leave nothing behind on the host.
+// left, so tests leave nothing behind on the host: KillAll, SIGTERM (SIGKILL
+// after 10 s) and one lazy unmount of each mount point below the data dir
+// (runsc's null-netns bind mount), so the test's temporary directory can be
+// removed.
 func (d *Daemon) Stop() {
-	if d.cmd == nil || d.cmd.Process == nil {
-		return
-	}
-	select {
-	case <-d.exited:
-	default:
-		d.KillAll()
-		d.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-d.exited:
-		case <-time.After(10 * time.Second):
-			d.cmd.Process.Kill()
-			<-d.exited
-		}
-	}
-	d.logFile.Close()
-	unmountUnder(d.DataDir)
+	d.p.Stop(context.Background())
 	if d.t.Failed() {
 		d.t.Logf("daemon log:\n%s", d.Log())
 	}
 }
 
 // KillAll kills every sandbox the daemon knows (running or paused).
-func (d *Daemon) KillAll() {
-	for _, id := range d.SandboxIDs() {
-		d.Do(http.MethodDelete, "/sandboxes/"+id, nil)
-	}
-}
+func (d *Daemon) KillAll() { d.p.KillAll(context.Background()) }
 
-// SandboxIDs lists the ids of every live sandbox.
+// SandboxIDs lists the ids of every live sandbox (nil if the daemon does
+// not answer).
 func (d *Daemon) SandboxIDs() []string {
-	resp, err := d.Do(http.MethodGet, "/v2/sandboxes?state=running,paused&limit=100", nil)
-	if err != nil {
-		return nil
-	}
-	defer resp.Body.Close()
-	var list []struct {
-		SandboxID string `json:"sandboxID"`
-	}
-	json.NewDecoder(resp.Body).Decode(&list)
-	ids := make([]string, 0, len(list))
-	for _, s := range list {
-		ids = append(ids, s.SandboxID)
-	}
+	ids, _ := d.p.SandboxIDs(context.Background())
 	return ids
 }
 
 // Do sends an authenticated control-API request.
 func (d *Daemon) Do(method, path string, body io.Reader) (*http.Response, error) {
-	req, err := http.NewRequest(method, d.URL+path, body)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("X-API-Key", d.APIKey)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	return http.DefaultClient.Do(req)
+	return d.p.Do(context.Background(), method, path, body)
 }
 
 // Env returns the environment an unmodified E2B client needs.
@@ -290,20 +203,4 @@ func Context(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// unmountUnder lazily unmounts everything mounted below dir (runsc keeps a
-// bind mount of a null network namespace in its state directory), so the
-// test's temporary directory can be removed.
-func unmountUnder(dir string) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			syscall.Unmount(f[4], syscall.MNT_DETACH)
-		}
-	}
 }

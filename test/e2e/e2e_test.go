@@ -21,8 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/forkbox/forkbox/internal/daemonproc"
 	"github.com/forkbox/forkbox/internal/daemontest"
 )
 
@@ -87,39 +86,15 @@ func startDaemon(t *testing.T, extraArgs ...string) *daemontest.Daemon {
 	// Registered before Start, so it runs after the daemon's own cleanup
 	// (Stop: kill every sandbox, SIGTERM).
 	t.Cleanup(func() {
-		if left := mountsUnder(dir); len(left) > 0 {
+		if left := daemonproc.MountsUnder(dir); len(left) > 0 {
 			t.Errorf("e2e: the stopped daemon left %d mount(s) under its data dir: %s", len(left), strings.Join(left, ", "))
-			for _, m := range left {
-				for unix.Unmount(m, unix.MNT_DETACH) == nil {
-				}
-			}
+			daemonproc.UnmountUnder(dir)
 		}
 		if err := os.RemoveAll(dir); err != nil {
 			t.Errorf("e2e: remove the daemon's data dir: %v", err)
 		}
 	})
 	return daemontest.Start(t, daemontest.Options{DataDir: dir, ExtraArgs: append(serveArgs(t), extraArgs...)})
-}
-
-// mountsUnder lists the mount points at or below dir, deepest first.
-func mountsUnder(dir string) []string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		mp := strings.ReplaceAll(f[4], "\\040", " ")
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
-		}
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(out)))
-	return out
 }
 
 // clientEnv is the environment of an unmodified E2B client pointed at d:
