@@ -32,10 +32,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	var res *sandbox.CloneResult
-	err = s.afterPause(r.Context(), id, func() (err error) {
-		res, err = s.mgr.Clone(r.Context(), id, opts)
-		return err
-	})
+	res, err = s.mgr.Clone(r.Context(), id, opts)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -87,10 +84,7 @@ func (s *Server) clone(w http.ResponseWriter, r *http.Request) {
 	opts.Concurrency = body.Concurrency
 	id := r.PathValue("id")
 	var res *sandbox.CloneResult
-	err = s.afterPause(r.Context(), id, func() (err error) {
-		res, err = s.mgr.Clone(r.Context(), id, opts)
-		return err
-	})
+	res, err = s.mgr.Clone(r.Context(), id, opts)
 	if err != nil {
 		e := toAPIError(err, "clone failed; no copy was kept")
 		writeStatus(w, e.Code, e.Message)

@@ -1,10 +1,8 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/sandbox"
@@ -77,37 +75,4 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, s.toSandboxJSON(sb))
-}
-
-// pausePoll is how often waitPaused looks at a sandbox being paused.
-const pausePoll = 10 * time.Millisecond
-
-// afterPause runs op, an operation that needs the sandbox running or
-// paused (snapshot, clone, rollback). A pause still in flight (pause
-// answers before it completes) would make it a conflict: then it waits for
-// the pause to end, as connect does, and runs op once more.
-func (s *Server) afterPause(ctx context.Context, id string, op func() error) error {
-	err := op()
-	if !errdefs.IsConflict(err) || !s.waitPaused(ctx, id) {
-		return err
-	}
-	return op()
-}
-
-// waitPaused waits while sandbox id is being paused and reports whether it
-// was (false when it was in no pause or ctx ended first).
-func (s *Server) waitPaused(ctx context.Context, id string) bool {
-	waited := false
-	for {
-		sb, err := s.mgr.Get(ctx, id)
-		if err != nil || sb.State != sandbox.StatePausing {
-			return waited
-		}
-		waited = true
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(pausePoll):
-		}
-	}
 }

@@ -70,10 +70,7 @@ func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	var tpl *store.Template
-	err = s.afterPause(r.Context(), id, func() (err error) {
-		tpl, err = s.mgr.Snapshot(r.Context(), id, sandbox.SnapshotOptions{Name: body.Name, TTL: ttl})
-		return err
-	})
+	tpl, err = s.mgr.Snapshot(r.Context(), id, sandbox.SnapshotOptions{Name: body.Name, TTL: ttl})
 	if err != nil {
 		writeError(w, err)
 		return
@@ -177,10 +174,7 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var sb *sandbox.Sandbox
-	err = s.afterPause(r.Context(), id, func() (err error) {
-		sb, err = s.mgr.Rollback(r.Context(), id, snap.ID)
-		return err
-	})
+	sb, err = s.mgr.Rollback(r.Context(), id, snap.ID)
 	if err != nil {
 		writeError(w, err)
 		return
