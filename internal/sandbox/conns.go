@@ -62,3 +62,7 @@ func (s *connSet) closeAll(id string) {
 		c.Conn.Close()
 	}
 }
+
+// NetConn returns the connection c wraps, so copies can splice from it;
+// closing must still go through c.
+func (c *trackedConn) NetConn() net.Conn { return c.Conn }

@@ -83,6 +83,8 @@ func (e *env) sandboxHandler(id string, port int) http.Handler {
 	case 49983:
 	case 49999, 8080:
 		return http.HandlerFunc(echo)
+	case 8081:
+		return downloads()
 	default:
 		return nil
 	}

@@ -154,9 +154,26 @@ func (d *dataPlane) serve(w http.ResponseWriter, r *http.Request, t target) {
 			return
 		}
 	}
+	if d.serveGet(w, r, t) {
+		return
+	}
 	// Client-streaming calls over HTTP/1.1 read the body while answering.
 	http.NewResponseController(w).EnableFullDuplex()
-	d.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), targetKey{}, t)))
+	d.rp.ServeHTTP(w, r.WithContext(withTarget(r, t)))
+}
+
+// withTarget returns r's context carrying t for rewrite and proxyError.
+func withTarget(r *http.Request, t target) context.Context {
+	return context.WithValue(r.Context(), targetKey{}, t)
+}
+
+// stripRouting removes the headers that only route a request to a sandbox.
+func stripRouting(h http.Header) {
+	for _, hp := range routingHeaders {
+		h.Del(hp[0])
+		h.Del(hp[1])
+	}
+	h.Del(TrafficTokenHeader)
 }
 
 // wakesOnTraffic reports whether data-plane traffic resumes sb: it was
@@ -204,11 +221,7 @@ func (d *dataPlane) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.URL.Host = d.s.mgr.DataPlaneHost(t.id, t.port)
 	pr.Out.Host = pr.In.Host
 	pr.SetXForwarded()
-	for _, hp := range routingHeaders {
-		pr.Out.Header.Del(hp[0])
-		pr.Out.Header.Del(hp[1])
-	}
-	pr.Out.Header.Del(TrafficTokenHeader)
+	stripRouting(pr.Out.Header)
 }
 
 // proxyError answers a failure to reach the sandbox (dial or round trip).
