@@ -12,8 +12,11 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -28,8 +31,9 @@ type Daemon struct {
 	DataDir string
 	Bin     string // directory of forkbox, forkbox-agent, runsc
 
-	t testing.TB
-	p *daemonproc.Proc
+	t       testing.TB
+	p       *daemonproc.Proc
+	stopped sync.Once
 }
 
 // Options tune Start.
@@ -121,9 +125,14 @@ func Start(t testing.TB, o Options) *Daemon {
 		t.Fatalf("daemontest: %v\n%s", err, readLog(d.DataDir))
 	}
 	d.p, d.URL, d.APIKey = p, p.URL, p.APIKey
+	live.Add(1)
 	t.Cleanup(d.Stop)
 	return d
 }
+
+// live counts this process's running test daemons (they share a network
+// index, hence a firewall table).
+var live atomic.Int32
 
 // networkIndex picks a network index for this test process: distinct per
 // process so daemons of test packages run in parallel do not collide.
@@ -155,8 +164,17 @@ func (d *Daemon) Restart() {
 // after 10 s) and one lazy unmount of each mount point below the data dir
 // (runsc's null-netns bind mount), so the test's temporary directory can be
 // removed.
-func (d *Daemon) Stop() {
+func (d *Daemon) Stop() { d.stopped.Do(d.stop) }
+
+func (d *Daemon) stop() {
 	d.p.Stop(context.Background())
+	if live.Add(-1) == 0 {
+		// The daemon keeps its firewall table across restarts on purpose
+		// (sandboxes stay isolated while it is down). Once this process's
+		// last test daemon is gone nothing needs it: do not let test runs
+		// pile tables up on the host.
+		exec.Command("nft", "delete", "table", "inet", fmt.Sprintf("forkbox%d", networkIndex())).Run()
+	}
 	if d.t.Failed() {
 		d.t.Logf("daemon log:\n%s", d.Log())
 	}
