@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 type daemon struct {
 	url, key, dataDir string
 	tmp               string
+	networkIndex      int
 	proc              *daemonproc.Proc
 }
 
@@ -29,7 +31,7 @@ func startDaemon(ctx context.Context, c config) (*daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &daemon{dataDir: filepath.Join(tmp, "data"), tmp: tmp}
+	d := &daemon{dataDir: filepath.Join(tmp, "data"), tmp: tmp, networkIndex: c.networkIndex}
 	logPath := filepath.Join(tmp, "daemon.log")
 	slog.Info("starting daemon", "log", logPath)
 	d.proc, err = daemonproc.Start(ctx, daemonproc.Options{
@@ -55,6 +57,9 @@ func (d *daemon) stop() {
 	if err := d.proc.Stop(context.Background()); err != nil {
 		slog.Warn("stop daemon", "err", err)
 	}
+	// The daemon keeps its firewall table across restarts on purpose; a
+	// benchmark's daemon is gone for good.
+	exec.Command("nft", "delete", "table", "inet", fmt.Sprintf("forkbox%d", d.networkIndex)).Run()
 	d.removeTmp()
 }
 
