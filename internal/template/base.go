@@ -60,7 +60,7 @@ func EnsureBase(ctx context.Context, opts Options) (*store.Template, error) {
 	fillDefaults(&opts)
 	dir := filepath.Join(opts.TemplateDir, BaseID)
 	rootfs := filepath.Join(dir, "rootfs")
-	if !complete(dir) {
+	if !completeVersion(dir, baseVersion) {
 		if err := buildBase(ctx, opts, dir); err != nil {
 			return nil, err
 		}
@@ -91,12 +91,6 @@ func fillDefaults(o *Options) {
 	}
 }
 
-// complete reports whether dir holds a finished build of this recipe.
-func complete(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, ".complete"))
-	return err == nil && strings.TrimSpace(string(b)) == baseVersion
-}
-
 // buildBase runs debootstrap into a scratch directory and renames it into
 // place only when every step succeeded, so an interrupted build never leaves
 // a half-made rootfs that looks usable.
@@ -112,7 +106,7 @@ func buildBase(ctx context.Context, opts Options, dir string) error {
 	start := time.Now()
 	progress(opts.Progress, "template base: building Debian %s rootfs from %s (first start only, a few minutes)", opts.Suite, opts.Mirror)
 	args := []string{"--variant=minbase", "--include=" + strings.Join(BasePackages, ","), opts.Suite, scratch, opts.Mirror}
-	if err := runLogged(ctx, opts.Progress, start, "debootstrap", args...); err != nil {
+	if err := runLogged(ctx, opts.Progress, start, debootstrapLines(), "debootstrap", args...); err != nil {
 		os.RemoveAll(scratch)
 		return fmt.Errorf("debootstrap: %w", err)
 	}

@@ -1,8 +1,6 @@
 package template
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -172,31 +170,8 @@ func cleanApt(ctx context.Context, root string) error {
 // runApt runs chroot with args, turning apt's "Setting up" lines into
 // progress so the build visibly moves.
 func runApt(ctx context.Context, w io.Writer, start time.Time, args ...string) error {
-	cmd := exec.CommandContext(ctx, "chroot", args...)
-	var out bytes.Buffer
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			line := sc.Text()
-			out.WriteString(line + "\n")
-			if strings.HasPrefix(line, "Setting up ") || strings.HasPrefix(line, "Reading package lists... Done") {
-				progress(w, "  [%3ds] apt: %s", int(time.Since(start).Seconds()), line)
-			}
-		}
-		io.Copy(io.Discard, pr)
-	}()
-	err := cmd.Wait()
-	pw.Close()
-	<-done
-	if err != nil {
-		return fmt.Errorf("%w: %s", err, lastLines(out.String(), 10))
-	}
-	return nil
+	return runLogged(ctx, w, start, func(line string) (string, bool) {
+		show := strings.HasPrefix(line, "Setting up ") || strings.HasPrefix(line, "Reading package lists... Done")
+		return "apt: " + line, show
+	}, "chroot", args...)
 }

@@ -40,9 +40,10 @@ func progress(w io.Writer, format string, args ...any) {
 	}
 }
 
-// runLogged runs a long command, turning its "I: …" lines into progress so
-// a first start that takes minutes visibly moves.
-func runLogged(ctx context.Context, w io.Writer, start time.Time, name string, args ...string) error {
+// runLogged runs a long command, turning the lines pick selects (and
+// rewords) into progress, so a first start that takes minutes visibly
+// moves. The last lines of output explain a failure.
+func runLogged(ctx context.Context, w io.Writer, start time.Time, pick func(line string) (string, bool), name string, args ...string) error {
 	cmd := exec.CommandContext(ctx, name, args...)
 	var tail bytes.Buffer
 	pr, pw := io.Pipe()
@@ -54,15 +55,14 @@ func runLogged(ctx context.Context, w io.Writer, start time.Time, name string, a
 	go func() {
 		defer close(done)
 		sc := bufio.NewScanner(pr)
-		n := 0
 		for sc.Scan() {
 			line := sc.Text()
 			tail.WriteString(line + "\n")
-			if strings.HasPrefix(line, "I: ") {
-				n++
-				progress(w, "  [%3ds] %s #%d: %s", int(time.Since(start).Seconds()), name, n, strings.TrimPrefix(line, "I: "))
+			if msg, ok := pick(line); ok {
+				progress(w, "  [%3ds] %s", int(time.Since(start).Seconds()), msg)
 			}
 		}
+		io.Copy(io.Discard, pr) // a line too long for the scanner must not block the command
 	}()
 	err := cmd.Wait()
 	pw.Close()
@@ -71,6 +71,18 @@ func runLogged(ctx context.Context, w io.Writer, start time.Time, name string, a
 		return fmt.Errorf("%w: %s", err, lastLines(tail.String(), 10))
 	}
 	return nil
+}
+
+// debootstrapLines picks debootstrap's "I: …" lines, numbered.
+func debootstrapLines() func(string) (string, bool) {
+	n := 0
+	return func(line string) (string, bool) {
+		if !strings.HasPrefix(line, "I: ") {
+			return "", false
+		}
+		n++
+		return fmt.Sprintf("debootstrap #%d: %s", n, strings.TrimPrefix(line, "I: ")), true
+	}
 }
 
 func lastLines(s string, n int) string {
