@@ -16,7 +16,8 @@ import assert from 'node:assert/strict'
 import { appendFileSync } from 'node:fs'
 import { createHash } from 'node:crypto'
 import WebSocket from 'ws'
-import { Sandbox, CommandExitError } from 'e2b'
+import { Sandbox } from 'e2b'
+import { sleep, waitFor, run } from './helpers.mjs'
 
 const T = { timeout: 90_000 }
 const HOSTS_FILE = process.env.FORKBOX_E2E_HOSTS_FILE
@@ -56,26 +57,6 @@ async function kill(sbx) {
   await sbx.kill()
 }
 
-const sleep = (n) => new Promise((r) => setTimeout(r, n))
-
-async function waitFor(what, fn, timeoutMs = 15_000, everyMs = 200) {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const v = await fn()
-    if (v) return v
-    if (Date.now() > deadline) assert.fail(`timed out after ${timeoutMs} ms waiting for ${what}`)
-    await sleep(everyMs)
-  }
-}
-
-async function run(sbx, cmd, opts = {}) {
-  try {
-    return await sbx.commands.run(cmd, opts)
-  } catch (e) {
-    if (e instanceof CommandExitError) return { exitCode: e.exitCode, stdout: e.stdout, stderr: e.stderr }
-    throw e
-  }
-}
 
 // portTarget is where a client reaches `port` of sbx: the https host the
 // SDK builds (TLS mode), or the sandbox URL with routing headers.
@@ -99,7 +80,8 @@ async function startHTTPServer(sbx, dir = '/home/user/www') {
 
 async function waitListening(sbx, port) {
   await waitFor(`port ${port} to listen`, async () =>
-    (await run(sbx, `python3 -c "import socket; socket.create_connection(('127.0.0.1', ${port}), 1)"`)).exitCode === 0)
+    (await run(sbx, `python3 -c "import socket; socket.create_connection(('127.0.0.1', ${port}), 1)"`)).exitCode === 0,
+  15_000, 200)
 }
 
 // ---------------------------------------------------------------- default user

@@ -12,6 +12,7 @@ import {
   NotFoundError,
   FileNotFoundError,
 } from 'e2b'
+import { sleep, waitFor, run } from './helpers.mjs'
 
 const T = { timeout: 60_000 }
 const API_URL = process.env.E2B_API_URL
@@ -44,27 +45,6 @@ function ms(t0) {
   return `${Math.round(performance.now() - t0)} ms`
 }
 
-const sleep = (n) => new Promise((r) => setTimeout(r, n))
-
-async function waitFor(what, fn, timeoutMs = 10_000, everyMs = 100) {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const v = await fn()
-    if (v) return v
-    if (Date.now() > deadline) assert.fail(`timed out after ${timeoutMs} ms waiting for ${what}`)
-    await sleep(everyMs)
-  }
-}
-
-// run returns the result of a command whatever its exit code.
-async function run(sbx, cmd, opts = {}) {
-  try {
-    return await sbx.commands.run(cmd, opts)
-  } catch (e) {
-    if (e instanceof CommandExitError) return { exitCode: e.exitCode, stdout: e.stdout, stderr: e.stderr }
-    throw e
-  }
-}
 
 function ipv4Of(out) {
   const m = /inet (\d+\.\d+\.\d+\.\d+)\//.exec(out)

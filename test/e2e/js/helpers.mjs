@@ -1,0 +1,28 @@
+// Helpers shared by the end-to-end test files (not a test file itself:
+// the Go runner runs *.test.mjs only).
+import assert from 'node:assert/strict'
+import { CommandExitError } from 'e2b'
+
+export const sleep = (n) => new Promise((r) => setTimeout(r, n))
+
+// waitFor polls fn until it returns something truthy, failing the test
+// after timeoutMs.
+export async function waitFor(what, fn, timeoutMs = 10_000, everyMs = 100) {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const v = await fn()
+    if (v) return v
+    if (Date.now() > deadline) assert.fail(`timed out after ${timeoutMs} ms waiting for ${what}`)
+    await sleep(everyMs)
+  }
+}
+
+// run returns the result of a command whatever its exit code.
+export async function run(sbx, cmd, opts = {}) {
+  try {
+    return await sbx.commands.run(cmd, opts)
+  } catch (e) {
+    if (e instanceof CommandExitError) return { exitCode: e.exitCode, stdout: e.stdout, stderr: e.stderr }
+    throw e
+  }
+}
