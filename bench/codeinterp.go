@@ -233,40 +233,11 @@ func (b *fbBench) codeInterpFirst(ctx context.Context) {
 // codeInterpMemory: memoryConcurrent interpreter sandboxes idle together
 // for 2 s after one runCode each, measured like the memory section.
 func (b *fbBench) codeInterpMemory(ctx context.Context) {
-	keys := []string{"codeinterp.memory.host", "codeinterp.memory.daemon"}
-	var sbs []*client.Sandbox
-	defer func() {
-		for _, sb := range sbs {
-			b.kill(ctx, sb.SandboxID)
-		}
-	}()
-	for range memoryConcurrent {
+	b.idleMemory(ctx, "codeinterp.memory", func(ctx context.Context) (*client.Sandbox, error) {
 		sb, err := b.createInterp(ctx)
 		if err == nil {
-			sbs = append(sbs, sb)
 			_, err = b.interp(sb).runCodeUntil(ctx, "1+1", "2")
 		}
-		if err != nil {
-			b.fail(err, keys...)
-			return
-		}
-	}
-	time.Sleep(2 * time.Second)
-	var ms memSamples
-	var daemon samples
-	for _, sb := range sbs {
-		m, err := measureHost(sb.SandboxID)
-		if err != nil {
-			b.fail(err, keys[0])
-			return
-		}
-		ms.add(m)
-		if mt, err := b.c.Metrics(ctx, sb.SandboxID); err != nil {
-			b.fail(err, keys[1])
-		} else if len(mt) > 0 {
-			daemon.add(mib(mt[len(mt)-1].MemUsed))
-		}
-	}
-	ms.setAs(b.res, FB, "codeinterp.memory")
-	b.res.Set("codeinterp.memory.daemon", FB, daemon)
+		return sb, err
+	})
 }

@@ -175,6 +175,20 @@ func (b *fbBench) benchEcho(ctx context.Context) {
 // create (and a first echo), measured from the host and by the daemon's
 // metrics route.
 func (b *fbBench) benchMemory(ctx context.Context) {
+	b.idleMemory(ctx, "memory", func(ctx context.Context) (*client.Sandbox, error) {
+		sb, err := b.create(ctx)
+		if err == nil {
+			_, err = echoUntil(ctx, sb.Conn())
+		}
+		return sb, err
+	})
+}
+
+// idleMemory starts memoryConcurrent sandboxes with start (which brings
+// one to its idle, warmed-up state), lets them idle together for 2 s and
+// records the host's and the daemon's view in the rows <prefix>.host, …,
+// <prefix>.daemon.
+func (b *fbBench) idleMemory(ctx context.Context, prefix string, start func(context.Context) (*client.Sandbox, error)) {
 	var sbs []*client.Sandbox
 	defer func() {
 		for _, sb := range sbs {
@@ -182,13 +196,12 @@ func (b *fbBench) benchMemory(ctx context.Context) {
 		}
 	}()
 	for range memoryConcurrent {
-		sb, err := b.create(ctx)
-		if err == nil {
+		sb, err := start(ctx)
+		if sb != nil {
 			sbs = append(sbs, sb)
-			_, err = echoUntil(ctx, sb.Conn())
 		}
 		if err != nil {
-			b.fail(err, "memory.host", "memory.daemon")
+			b.fail(err, prefix+".host", prefix+".daemon")
 			return
 		}
 	}
@@ -198,18 +211,18 @@ func (b *fbBench) benchMemory(ctx context.Context) {
 	for _, sb := range sbs {
 		m, err := measureHost(sb.SandboxID)
 		if err != nil {
-			b.fail(err, "memory.host")
+			b.fail(err, prefix+".host")
 			return
 		}
 		ms.add(m)
 		if mt, err := b.c.Metrics(ctx, sb.SandboxID); err != nil {
-			b.fail(err, "memory.daemon")
+			b.fail(err, prefix+".daemon")
 		} else if len(mt) > 0 {
 			daemon.add(mib(mt[len(mt)-1].MemUsed))
 		}
 	}
-	ms.set(b.res, FB)
-	b.res.Set("memory.daemon", FB, daemon)
+	ms.setAs(b.res, FB, prefix)
+	b.res.Set(prefix+".daemon", FB, daemon)
 }
 
 // startWorkload starts workloadPy in the background in sandbox conn and

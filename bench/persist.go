@@ -129,12 +129,7 @@ func (b *fbBench) benchSnapshot(ctx context.Context, sz size) {
 		b.fail(err, keys[0])
 		return
 	}
-	gaps := parseGaps(strings.Split(string(out), "\n"))
-	var freeze samples
-	for _, w := range windows {
-		freeze.add(maxGap(gaps, w[0], w[1]))
-	}
-	b.res.Set(keys[0], FB, freeze)
+	b.res.Set(keys[0], FB, freezes(strings.Split(string(out), "\n"), windows))
 	b.res.Set(keys[1], FB, call)
 	b.res.Set(keys[2], FB, image)
 }

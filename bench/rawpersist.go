@@ -93,12 +93,7 @@ func (b *rawBench) benchSnapshot(ctx context.Context, sz size) {
 	for _, l := range box.out.Lines() {
 		lines = append(lines, l.text)
 	}
-	gaps := parseGaps(lines)
-	var freeze samples
-	for _, w := range windows {
-		freeze.add(maxGap(gaps, w[0], w[1]))
-	}
-	b.res.Set(keys[0], Raw, freeze)
+	b.res.Set(keys[0], Raw, freezes(lines, windows))
 	b.res.Set(keys[1], Raw, call)
 	b.res.Set(keys[2], Raw, image)
 }

@@ -80,3 +80,14 @@ func maxGap(gaps []gapEvent, from, to time.Time) float64 {
 	}
 	return best
 }
+
+// freezes is, for each snapshot call's time window, the longest gap the
+// ticker workload reported in its output lines during that window.
+func freezes(lines []string, windows [][2]time.Time) samples {
+	gaps := parseGaps(lines)
+	var out samples
+	for _, w := range windows {
+		out.add(maxGap(gaps, w[0], w[1]))
+	}
+	return out
+}
