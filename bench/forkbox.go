@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/client"
+	"github.com/forkbox/forkbox/internal/daemonproc"
 )
 
 // fbBench measures forkbox through its Go SDK: REST control API and the
@@ -27,6 +28,15 @@ const sandboxTTL = 20 * time.Minute
 
 func (b *fbBench) create(ctx context.Context) (*client.Sandbox, error) {
 	return b.c.CreateSandbox(ctx, client.CreateOptions{TemplateID: "base", Timeout: sandboxTTL})
+}
+
+// measureHost measures the host memory of sandbox id's runsc container.
+func (b *fbBench) measureHost(id string) (hostMem, error) {
+	cid, err := daemonproc.ContainerOf(b.d.DataDir, id)
+	if err != nil {
+		return hostMem{}, err
+	}
+	return measureHost(cid)
 }
 
 func (b *fbBench) kill(ctx context.Context, id string) {
@@ -209,7 +219,7 @@ func (b *fbBench) idleMemory(ctx context.Context, prefix string, start func(cont
 	var ms memSamples
 	var daemon samples
 	for _, sb := range sbs {
-		m, err := measureHost(sb.SandboxID)
+		m, err := b.measureHost(sb.SandboxID)
 		if err != nil {
 			b.fail(err, prefix+".host")
 			return

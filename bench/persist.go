@@ -66,7 +66,7 @@ func (b *fbBench) pauseResumeOnce(ctx context.Context, sb *client.Sandbox, pause
 	if _, err := echoUntil(ctx, sb.Conn()); err != nil {
 		return err
 	}
-	m, err := measureHost(sb.SandboxID)
+	m, err := b.measureHost(sb.SandboxID)
 	if err != nil {
 		return err
 	}

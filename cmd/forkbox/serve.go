@@ -26,11 +26,13 @@ func serve(cmd *cobra.Command, _ []string) error {
 	timeout, _ := f.GetDuration("default-timeout")
 	netIndex, _ := f.GetInt("network-index")
 	poolSize, _ := f.GetInt("pool-size")
+	standby, _ := f.GetInt("standby")
+	cloneConc, _ := f.GetInt("clone-concurrency")
 	return daemon.Run(cmd.Context(), daemon.Options{
 		Listen: str("listen"), DataDir: str("data-dir"), TemplateDir: str("template-dir"),
 		Domain: str("domain"), RunscPath: str("runsc"), AgentPath: str("agent"),
 		TLSListen: str("tls-listen"), TLSCert: str("tls-cert"), TLSKey: str("tls-key"),
-		SweepInterval: sweep, DefaultTimeout: timeout, NetworkIndex: netIndex, PoolSize: poolSize,
+		SweepInterval: sweep, DefaultTimeout: timeout, NetworkIndex: netIndex, PoolSize: poolSize, Standby: standby, CloneConcurrency: cloneConc,
 		Logger: log, Out: cmd.ErrOrStderr(),
 	})
 }

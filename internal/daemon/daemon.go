@@ -39,6 +39,12 @@ type Options struct {
 	// PoolSize sandboxes per built-in template are kept restored ahead of
 	// time so creates are a hand-over (0: none).
 	PoolSize int
+	// CloneConcurrency bounds the parallel restores of one clone (0: the
+	// manager's default).
+	CloneConcurrency int
+	// Standby containers per sandbox shape are kept created, not started,
+	// for resumes, clones and rollbacks to restore into (0: none).
+	Standby int
 	// NetworkIndex separates the networks of several daemons on one host
 	// (0: the default 10.201.0.0/16; n: 10.(201+n).0.0/16, 1..50).
 	NetworkIndex int
@@ -72,16 +78,18 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	rt, err := newRuntime(ctx, o)
+	rt, closeRuntime, err := newRuntime(ctx, o)
 	if err != nil {
 		return err
 	}
+	defer closeRuntime(context.WithoutCancel(ctx))
 	mgr, err := sandbox.New(sandbox.Config{
 		Runtime: rt, Store: st, Logger: log,
 		DefaultTimeout: o.DefaultTimeout, SweepInterval: o.SweepInterval,
 		AgentArgs: []string{template.AgentInRootFS}, ClientID: hostname(),
 		ImageDir: filepath.Join(o.DataDir, "images"),
 		PoolSize: o.PoolSize, PoolTemplates: []string{template.BaseID, template.CodeInterpreterID},
+		CloneConcurrency: o.CloneConcurrency,
 	})
 	if err != nil {
 		return err

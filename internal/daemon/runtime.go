@@ -14,26 +14,33 @@ import (
 )
 
 // newRuntime builds the gVisor backend: per-sandbox network namespaces and
-// runsc state under the data dir.
-func newRuntime(ctx context.Context, o Options) (runtime.Runtime, error) {
+// runsc state under the data dir. The returned func releases what the
+// backend holds besides sandboxes (its standby containers).
+func newRuntime(ctx context.Context, o Options) (runtime.Runtime, func(context.Context) error, error) {
 	nm, err := netns.New(ctx, networkConfig(o))
 	if err != nil {
-		return nil, fmt.Errorf("sandbox networking: %w", err)
+		return nil, nil, fmt.Errorf("sandbox networking: %w", err)
 	}
 	rt, err := gvisor.New(ctx, gvisor.Config{
 		RunscPath: o.RunscPath,
 		StateDir:  filepath.Join(o.DataDir, "runtime"),
 		Net:       nm,
 		Logger:    o.Logger,
+		Standby:   o.Standby,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("gvisor runtime: %w", err)
+		return nil, nil, fmt.Errorf("gvisor runtime: %w", err)
 	}
 	if spec := os.Getenv(faults.EnvVar); spec != "" {
 		o.Logger.Warn("fault injection is on", "faults", spec)
-		return faults.Wrap(rt, spec)
+		frt, err := faults.Wrap(rt, spec)
+		if err != nil {
+			rt.Close(ctx)
+			return nil, nil, err
+		}
+		return frt, rt.Close, nil
 	}
-	return rt, nil
+	return rt, rt.Close, nil
 }
 
 // networkConfig gives daemon number o.NetworkIndex its own subnet, names and

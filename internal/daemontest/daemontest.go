@@ -134,6 +134,10 @@ func Start(t testing.TB, o Options) *Daemon {
 // index, hence a firewall table).
 var live atomic.Int32
 
+// NetNSPrefix is the prefix of the network namespaces of this test
+// process's daemons; the container id follows it.
+func NetNSPrefix() string { return fmt.Sprintf("fbx%d-", networkIndex()) }
+
 // networkIndex picks a network index for this test process: distinct per
 // process so daemons of test packages run in parallel do not collide.
 func networkIndex() int { return 1 + os.Getpid()%40 }

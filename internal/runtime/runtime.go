@@ -6,6 +6,7 @@ package runtime
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"net"
 	"net/netip"
@@ -135,6 +136,26 @@ type Checkpointer interface {
 	// spec must name the same RootFS as the checkpointed sandbox; Env and
 	// Hostname may differ. On failure nothing is left behind.
 	Restore(ctx context.Context, spec Spec, imageDir string) (Info, error)
+	// Replace turns running or frozen sandbox spec.ID into the state in
+	// imageDir, keeping its id: the new incarnation starts first, then the
+	// old one goes, so a failure leaves the old one as it was. Other ids are
+	// ErrNotFound; a stopped one is ErrConflict.
+	Replace(ctx context.Context, spec Spec, imageDir string) (Info, error)
+}
+
+// idAlphabet is lowercase alphanumerics: ids appear in host names.
+const idAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+// NewID returns a fresh random id of IDLength characters that starts with a
+// letter, so it is a valid host-name label everywhere.
+func NewID() string {
+	b := make([]byte, IDLength)
+	rand.Read(b)
+	for i := range b {
+		b[i] = idAlphabet[int(b[i])%len(idAlphabet)]
+	}
+	b[0] = idAlphabet[int(b[0])%26]
+	return string(b)
 }
 
 // ValidateID checks that id has the fixed IDLength and only [a-z0-9], and

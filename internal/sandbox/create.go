@@ -34,21 +34,8 @@ type CreateRequest struct {
 	MemoryMB int
 }
 
-// idAlphabet is lowercase alphanumerics: ids appear in host names.
-const idAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-
-// newID returns a fresh id of runtime.IDLength characters. Fixed length
-// matters: runsc resolves ids by prefix.
-func newID() string {
-	b := make([]byte, runtime.IDLength)
-	rand.Read(b)
-	for i := range b {
-		b[i] = idAlphabet[int(b[i])%len(idAlphabet)]
-	}
-	// Start with a letter so ids are valid host-name labels everywhere.
-	b[0] = idAlphabet[int(b[0])%26]
-	return string(b)
-}
+// newID returns a fresh sandbox or template id.
+func newID() string { return runtime.NewID() }
 
 func newToken() string {
 	b := make([]byte, 24)

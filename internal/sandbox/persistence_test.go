@@ -256,6 +256,32 @@ func TestRollbackTimeline(t *testing.T) {
 	}
 }
 
+// TestRollbackFailureKeepsSandbox: a rollback whose restore fails leaves
+// the running sandbox as it was, still running with its state.
+func TestRollbackFailureKeepsSandbox(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sb := e.create(t, CreateRequest{})
+	e.count(t, sb.ID)
+	snap, err := e.m.Snapshot(ctx, sb.ID, SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.count(t, sb.ID)
+	e.rt.FailRestore = func(runtime.Spec, string) error { return errdefs.ErrResourceExhausted }
+	if _, err := e.m.Rollback(ctx, sb.ID, snap.ID); !errors.Is(err, errdefs.ErrResourceExhausted) {
+		t.Fatalf("rollback with a failing restore: %v", err)
+	}
+	e.rt.FailRestore = nil
+	got, err := e.m.Get(ctx, sb.ID)
+	if err != nil || got.State != StateRunning {
+		t.Fatalf("after failed rollback: %+v %v", got, err)
+	}
+	if n := e.count(t, sb.ID); n != 3 {
+		t.Errorf("count after failed rollback = %d, want 3 (state kept)", n)
+	}
+}
+
 func TestAutoPauseAndAutoResume(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)

@@ -27,17 +27,8 @@ func (m *Manager) Rollback(ctx context.Context, id, snapshotID string) (*Sandbox
 		return nil, err
 	}
 	ctx = context.WithoutCancel(ctx)
-	if prev == StateRunning {
-		if err := m.rt.Delete(ctx, id); err != nil && !errdefs.IsNotFound(err) {
-			m.release(ctx, e, StateRunning, nil)
-			return nil, fmt.Errorf("rollback %s: %w", id, err)
-		}
-	}
-	if err := m.restore(ctx, e.rec, snap.ImageDir, m.imageToken(ctx, snap)); err != nil {
-		// The old state is gone (a running sandbox was deleted): the sandbox
-		// is lost, which the caller must hear about plainly.
-		m.destroy(ctx, e)
-		return nil, fmt.Errorf("rollback %s: restore failed, sandbox killed: %w", id, err)
+	if err := m.rollbackRuntime(ctx, e, prev, snap); err != nil {
+		return nil, err
 	}
 	old := e.rec.ImageDir
 	m.release(ctx, e, StateRunning, func(e *entry) {
@@ -50,6 +41,36 @@ func (m *Manager) Rollback(ctx context.Context, id, snapshotID string) (*Sandbox
 	}
 	m.log.Info("sandbox rolled back", "sandbox", id, "snapshot", snap.ID)
 	return m.Get(ctx, id)
+}
+
+// rollbackRuntime puts snap's state into the runtime under e's id. A
+// running sandbox is replaced in place, and keeps running unchanged if
+// that fails; a paused one has nothing in the runtime and is restored.
+// Either way e is released or destroyed on failure.
+func (m *Manager) rollbackRuntime(ctx context.Context, e *entry, prev State, snap *store.Template) error {
+	id, token := e.rec.ID, m.imageToken(ctx, snap)
+	if prev != StateRunning {
+		if err := m.restore(ctx, e.rec, snap.ImageDir, token); err != nil {
+			m.destroy(ctx, e)
+			return fmt.Errorf("rollback %s: restore failed, sandbox killed: %w", id, err)
+		}
+		return nil
+	}
+	cp, err := m.checkpointer()
+	if err == nil {
+		_, err = cp.Replace(ctx, m.spec(&e.rec), snap.ImageDir)
+	}
+	if err != nil {
+		m.release(ctx, e, StateRunning, nil)
+		return fmt.Errorf("rollback %s: %w", id, err)
+	}
+	if err := m.initAgent(ctx, &e.rec, token); err != nil {
+		// The old state is gone: the sandbox is lost, which the caller
+		// must hear about plainly.
+		m.destroy(ctx, e)
+		return fmt.Errorf("rollback %s: restored sandbox did not answer, killed: %w", id, err)
+	}
+	return nil
 }
 
 // inLineage reports whether snap was taken of sandbox id or of one of its

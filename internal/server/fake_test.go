@@ -212,6 +212,14 @@ func (f *fakeRuntime) Restore(ctx context.Context, spec runtime.Spec, imageDir s
 	return f.Create(ctx, spec)
 }
 
+// Replace implements runtime.Checkpointer: a Delete, then a Restore.
+func (f *fakeRuntime) Replace(ctx context.Context, spec runtime.Spec, imageDir string) (runtime.Info, error) {
+	if err := f.Delete(ctx, spec.ID); err != nil {
+		return runtime.Info{}, err
+	}
+	return f.Restore(ctx, spec, imageDir)
+}
+
 // pipeListener is a net.Listener fed by Dial.
 type pipeListener struct {
 	conns chan net.Conn

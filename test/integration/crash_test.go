@@ -2,7 +2,9 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -88,6 +90,7 @@ func accountFor(t *testing.T, ctx context.Context, d *daemontest.Daemon, c *clie
 	if strings.Join(bundles, ",") != strings.Join(running, ",") {
 		t.Errorf("runtime holds %v, daemon accounts for %v", bundles, running)
 	}
+	checkFootprint(t, d, running)
 	paused := dirNames(filepath.Join(d.DataDir, "images", "paused"))
 	if len(paused) != 0 {
 		t.Errorf("pause images of no paused sandbox: %v", paused)
@@ -95,6 +98,51 @@ func accountFor(t *testing.T, ctx context.Context, d *daemontest.Daemon, c *clie
 	images := dirNames(filepath.Join(d.DataDir, "images", "snapshots"))
 	if len(images) > len(snaps) {
 		t.Errorf("%d snapshot images on disk for %d snapshots", len(images), len(snaps))
+	}
+}
+
+// checkFootprint checks that the host holds runsc containers and network
+// namespaces only for sandboxes and for standby containers (created, never
+// started, at most a few per shape).
+func checkFootprint(t *testing.T, d *daemontest.Daemon, sandboxes []string) {
+	t.Helper()
+	mine := map[string]bool{}
+	for _, id := range sandboxes {
+		mine[containerOf(t, d, id)] = true
+	}
+	root := filepath.Join(d.DataDir, "runtime", "runsc")
+	out, err := exec.Command(filepath.Join(d.Bin, "runsc"), "--root", root, "list", "--format=json").Output()
+	if err != nil {
+		t.Fatalf("runsc list: %v", err)
+	}
+	var list []struct{ ID, Status string }
+	if err := json.Unmarshal(out, &list); err != nil {
+		t.Fatalf("runsc list: %v: %s", err, out)
+	}
+	containers, standby := map[string]bool{}, 0
+	for _, c := range list {
+		containers[c.ID] = true
+		switch {
+		case mine[c.ID]:
+		case c.Status == "created":
+			standby++
+		default:
+			t.Errorf("runsc container %s (%s) belongs to no sandbox", c.ID, c.Status)
+		}
+	}
+	if standby > 4 {
+		t.Errorf("%d standby containers, want at most 2 per shape (2 shapes)", standby)
+	}
+	for id := range mine {
+		if !containers[id] {
+			t.Errorf("sandbox container %s is not known to runsc", id)
+		}
+	}
+	ents, _ := os.ReadDir("/var/run/netns")
+	for _, e := range ents {
+		if id, ok := strings.CutPrefix(e.Name(), daemontest.NetNSPrefix()); ok && !containers[id] {
+			t.Errorf("network namespace %s belongs to no container", e.Name())
+		}
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/client"
+	"github.com/forkbox/forkbox/internal/daemonproc"
 	"github.com/forkbox/forkbox/internal/daemontest"
 )
 
@@ -52,9 +53,10 @@ func TestKill9KeepsSandboxes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	doomedCID, sbCID := containerOf(t, d, doomed.SandboxID), containerOf(t, d, sb.SandboxID)
 	d.Kill9()
 	// While the daemon is down, one sandbox dies behind its back.
-	runsc(t, d, "kill", doomed.SandboxID, "KILL")
+	runsc(t, d, "kill", doomedCID, "KILL")
 	time.Sleep(500 * time.Millisecond)
 	d.Restart()
 
@@ -69,7 +71,7 @@ func TestKill9KeepsSandboxes(t *testing.T) {
 	if _, err := c.GetSandbox(ctx, doomed.SandboxID); !client.IsNotFound(err) {
 		t.Errorf("dead sandbox after restart: %v", err)
 	}
-	if leftovers := hostState(t, doomed.SandboxID); leftovers != "" {
+	if leftovers := hostState(t, doomed.SandboxID, doomedCID); leftovers != "" {
 		t.Errorf("dead sandbox left on the host: %s", leftovers)
 	}
 	list, _, err := c.ListSandboxes(ctx, client.ListOptions{Metadata: map[string]string{"t": "restart"}})
@@ -79,7 +81,7 @@ func TestKill9KeepsSandboxes(t *testing.T) {
 	if err := c.KillSandbox(ctx, sb.SandboxID); err != nil {
 		t.Fatal(err)
 	}
-	if leftovers := hostState(t, sb.SandboxID); leftovers != "" {
+	if leftovers := hostState(t, sb.SandboxID, sbCID); leftovers != "" {
 		t.Errorf("killed sandbox left on the host: %s", leftovers)
 	}
 }
@@ -94,9 +96,29 @@ func runsc(t *testing.T, d *daemontest.Daemon, args ...string) {
 	}
 }
 
-// hostState describes what the host still holds for sandbox id: a network
-// namespace, a cgroup or a runsc process. Empty means nothing.
-func hostState(t *testing.T, id string) string {
+// containerOf returns the runsc container id of sandbox id, which names its
+// network namespace and cgroups: the sandbox id, or the id of the standby
+// container the sandbox was restored into.
+func containerOf(t *testing.T, d *daemontest.Daemon, id string) string {
+	t.Helper()
+	cid, err := daemonproc.ContainerOf(d.DataDir, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cid
+}
+
+// hostState describes what the host still holds under any of ids: a
+// network namespace, a cgroup or a runsc process. Empty means nothing.
+func hostState(t *testing.T, ids ...string) string {
+	var found []string
+	for _, id := range ids {
+		found = append(found, hostStateOf(id)...)
+	}
+	return strings.Join(found, "; ")
+}
+
+func hostStateOf(id string) []string {
 	var found []string
 	if ents, err := os.ReadDir("/var/run/netns"); err == nil {
 		for _, e := range ents {
@@ -114,5 +136,5 @@ func hostState(t *testing.T, id string) string {
 	if out, _ := exec.Command("pgrep", "-f", "runsc.*"+id).Output(); len(bytes.TrimSpace(out)) > 0 {
 		found = append(found, "processes "+strings.Join(strings.Fields(string(out)), ","))
 	}
-	return strings.Join(found, "; ")
+	return found
 }

@@ -52,7 +52,39 @@ func (r *Runtime) Checkpoint(ctx context.Context, id string, imageDir string, op
 // Restore implements runtime.Checkpointer. A stopped sandbox of the same
 // id is replaced; a running or paused one is ErrAlreadyExists.
 func (r *Runtime) Restore(ctx context.Context, spec runtime.Spec, imageDir string) (runtime.Info, error) {
+	return r.restore(spec, imageDir, func(old *sandbox, ok bool) error {
+		if ok && old.state != runtime.StateStopped {
+			return fmt.Errorf("sandbox %s is %s: %w", spec.ID, old.state, errdefs.ErrAlreadyExists)
+		}
+		return nil
+	})
+}
+
+// Replace implements runtime.Checkpointer.
+func (r *Runtime) Replace(ctx context.Context, spec runtime.Spec, imageDir string) (runtime.Info, error) {
+	return r.restore(spec, imageDir, func(old *sandbox, ok bool) error {
+		if !ok {
+			return fmt.Errorf("sandbox %s: %w", spec.ID, errdefs.ErrNotFound)
+		}
+		if old.state == runtime.StateStopped {
+			return fmt.Errorf("sandbox %s is stopped: %w", spec.ID, errdefs.ErrConflict)
+		}
+		return nil
+	})
+}
+
+// restore starts spec from the checkpoint in imageDir in place of whatever
+// sandbox of that id there is, if allowed approves it (called twice: before
+// the injected failure and again under the lock).
+func (r *Runtime) restore(spec runtime.Spec, imageDir string, allowed func(old *sandbox, ok bool) error) (runtime.Info, error) {
 	if err := validate(spec); err != nil {
+		return runtime.Info{}, err
+	}
+	r.mu.Lock()
+	old, ok := r.sandboxes[spec.ID]
+	err := allowed(old, ok)
+	r.mu.Unlock()
+	if err != nil {
 		return runtime.Info{}, err
 	}
 	if r.FailRestore != nil {
@@ -73,12 +105,11 @@ func (r *Runtime) Restore(ctx context.Context, spec runtime.Spec, imageDir strin
 		return runtime.Info{}, fmt.Errorf("restore with rootfs %q, checkpoint has %q: %w",
 			spec.RootFS, img.spec.RootFS, errdefs.ErrInvalidArgument)
 	}
-	if old, ok := r.sandboxes[spec.ID]; ok {
-		if old.state != runtime.StateStopped {
-			return runtime.Info{}, fmt.Errorf("sandbox %s is %s: %w", spec.ID, old.state, errdefs.ErrAlreadyExists)
-		}
-		delete(r.sandboxes, spec.ID)
+	old, ok = r.sandboxes[spec.ID]
+	if err := allowed(old, ok); err != nil {
+		return runtime.Info{}, err
 	}
+	delete(r.sandboxes, spec.ID)
 	h := r.newHandler(spec.ID)
 	if c, ok := img.handler.(Cloner); ok {
 		h = c.Clone()

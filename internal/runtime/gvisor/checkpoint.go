@@ -2,6 +2,7 @@ package gvisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,7 +14,8 @@ import (
 // Checkpoint implements runtime.Checkpointer with `runsc checkpoint`. With
 // --overlay2=root:memory the image holds the sandbox's files too.
 func (r *Runtime) Checkpoint(ctx context.Context, id string, imageDir string, opts runtime.CheckpointOptions) error {
-	if _, err := r.loadHandle(id); err != nil {
+	h, err := r.loadHandle(id)
+	if err != nil {
 		return err
 	}
 	if err := emptyDir(imageDir); err != nil {
@@ -23,17 +25,18 @@ func (r *Runtime) Checkpoint(ctx context.Context, id string, imageDir string, op
 	if opts.LeaveRunning {
 		args = append(args, "--leave-running")
 	}
-	if _, err := r.run(ctx, r.cfg.Timeout, append(args, id)...); err != nil {
+	if _, err := r.run(ctx, r.cfg.Timeout, append(args, h.cid())...); err != nil {
 		return err
 	}
 	if opts.LeaveRunning {
 		return nil
 	}
 	// runsc returns once the image is written; the sandbox exits after.
-	return r.waitStopped(ctx, id, r.cfg.Timeout/5)
+	return r.waitStopped(ctx, h.cid(), r.cfg.Timeout/5)
 }
 
-// Restore implements runtime.Checkpointer with `runsc restore --detach`.
+// Restore implements runtime.Checkpointer with `runsc restore --detach`,
+// into a standby container of spec's shape when there is one.
 // If spec.ID names a stopped sandbox (checkpointed without LeaveRunning),
 // the restore replaces it in place, reusing its network namespace; a
 // running or paused one is ErrAlreadyExists. On failure the sandbox is
@@ -51,52 +54,84 @@ func (r *Runtime) Restore(ctx context.Context, spec runtime.Spec, imageDir strin
 			cl.run(ctx)
 		}
 	}()
-	if _, herr := r.loadHandle(spec.ID); herr == nil {
-		err = r.prepareInPlace(ctx, spec, cl)
+	var h handle
+	var bundle string
+	if old, herr := r.loadHandle(spec.ID); herr == nil {
+		h, bundle, err = r.prepareInPlace(ctx, spec, old, cl)
 	} else {
-		_, err = r.prepare(ctx, spec, cl)
+		r.standby.begin()
+		defer r.standby.end(spec)
+		h, bundle, err = r.prepareRestore(ctx, spec, cl)
 	}
 	if err != nil {
 		return runtime.Info{}, err
 	}
-	dir := r.sandboxDir(spec.ID)
-	cl.add("runsc delete", func(ctx context.Context) error { r.destroy(ctx, spec.ID); return nil })
-	if err := r.runDetached(ctx, r.cfg.Timeout, filepath.Join(dir, "runsc.log"),
-		"restore", "--detach", "--bundle="+dir, "--image-path="+imageDir, spec.ID); err != nil {
+	if err := r.runDetached(ctx, r.cfg.Timeout, filepath.Join(bundle, "runsc.log"),
+		"restore", "--detach", "--bundle="+bundle, "--image-path="+imageDir, h.cid()); err != nil {
+		return runtime.Info{}, err
+	}
+	if err := r.saveHandle(h); err != nil {
 		return runtime.Info{}, err
 	}
 	cl.disarm()
-	h, err := r.loadHandle(spec.ID)
-	if err != nil {
-		return runtime.Info{}, err
-	}
 	return startedInfo(h), nil
 }
 
-// prepareInPlace readies a stopped sandbox for a restore under its own id:
-// the old container goes, the namespace stays and gets eth0's address and
-// route back (runsc removed them, trap 5).
-func (r *Runtime) prepareInPlace(ctx context.Context, spec runtime.Spec, cl *cleanup) error {
-	info, err := r.Info(ctx, spec.ID)
+// prepareRestore readies a new sandbox for a restore: a standby container
+// of its shape if one is ready, else a bundle for runsc to create one. It
+// returns the handle to save once the restore succeeded and the bundle.
+func (r *Runtime) prepareRestore(ctx context.Context, spec runtime.Spec, cl *cleanup) (handle, string, error) {
+	box, ok := r.standby.take(spec)
+	if !ok {
+		h, err := r.prepare(ctx, spec, cl)
+		if err != nil {
+			return handle{}, "", err
+		}
+		cl.add("runsc delete", func(ctx context.Context) error { r.destroy(ctx, spec.ID); return nil })
+		return h, r.sandboxDir(spec.ID), nil
+	}
+	cl.add("discard standby", func(ctx context.Context) error { r.standby.discard(ctx, box); return nil })
+	dir := r.sandboxDir(spec.ID)
+	if err := os.Mkdir(dir, 0o700); errors.Is(err, os.ErrExist) {
+		return handle{}, "", fmt.Errorf("sandbox %s: %w", spec.ID, errdefs.ErrAlreadyExists)
+	} else if err != nil {
+		return handle{}, "", fmt.Errorf("create %s: %w", dir, err)
+	}
+	cl.add("remove sandbox dir", func(context.Context) error { return os.RemoveAll(dir) })
+	h := newHandle(spec, box.res, box.lease)
+	h.Container, h.Bundle = box.cid, box.dir
+	return h, box.dir, nil
+}
+
+// prepareInPlace readies stopped sandbox old for a restore under its own
+// id: the old container goes, the namespace stays and gets eth0's address
+// and route back (runsc removed them, trap 5).
+func (r *Runtime) prepareInPlace(ctx context.Context, spec runtime.Spec, old handle, cl *cleanup) (handle, string, error) {
+	info, err := r.info(ctx, old)
 	if err != nil {
-		return err
+		return handle{}, "", err
 	}
 	if info.State != runtime.StateStopped {
-		return fmt.Errorf("sandbox %s is %s: %w", spec.ID, info.State, errdefs.ErrAlreadyExists)
+		return handle{}, "", fmt.Errorf("sandbox %s is %s: %w", spec.ID, info.State, errdefs.ErrAlreadyExists)
 	}
 	// From here a failure removes the whole sandbox: it was dead already.
 	cl.add("delete sandbox", func(ctx context.Context) error { return r.Delete(ctx, spec.ID) })
-	r.destroy(ctx, spec.ID)
-	lease, ok := r.cfg.Net.Get(spec.ID)
-	if !ok {
-		if lease, err = r.cfg.Net.Allocate(ctx, spec.ID, spec.AllowInternet); err != nil {
-			return err
+	r.destroy(ctx, old.cid())
+	if _, ok := r.cfg.Net.Get(old.cid()); !ok {
+		if _, err = r.cfg.Net.Allocate(ctx, old.cid(), spec.AllowInternet); err != nil {
+			return handle{}, "", err
 		}
-	} else if err := r.cfg.Net.Reconfigure(ctx, spec.ID); err != nil {
-		return err
+	} else if err := r.cfg.Net.Reconfigure(ctx, old.cid()); err != nil {
+		return handle{}, "", err
 	}
-	_, err = r.writeBundle(spec, lease)
-	return err
+	lease, _ := r.cfg.Net.Get(old.cid())
+	h := newHandle(spec, withDefaults(spec.Resources, r.cfg.Defaults), lease)
+	h.Container, h.Bundle = old.Container, old.Bundle
+	bundle := old.Bundle
+	if bundle == "" {
+		bundle = r.sandboxDir(spec.ID)
+	}
+	return h, bundle, r.writeBundle(spec, h, bundle)
 }
 
 // emptyDir checks that dir exists and is empty, as Checkpoint requires.

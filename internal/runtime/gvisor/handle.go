@@ -28,6 +28,21 @@ type handle struct {
 	AllowInternet bool              `json:"allow_internet"`
 	Resources     runtime.Resources `json:"resources"`
 	CreatedAt     time.Time         `json:"created_at"`
+	// Container is the runsc container id, which also keys the sandbox's
+	// network and cgroups. Empty means ID; it differs when the sandbox was
+	// restored into a standby container created ahead under its own id.
+	Container string `json:"container,omitempty"`
+	// Bundle is the OCI bundle directory when it is not the sandbox's own
+	// directory (a standby container's).
+	Bundle string `json:"bundle,omitempty"`
+}
+
+// cid is the runsc container id of h.
+func (h handle) cid() string {
+	if h.Container != "" {
+		return h.Container
+	}
+	return h.ID
 }
 
 // sandboxDir is the bundle and handle directory of id.

@@ -28,10 +28,11 @@ var cgroupControllers = []string{
 // account for everything the sandbox costs the host (sentry, gofer, guest
 // memory). A sandbox that is not running has no cgroup: ErrConflict.
 func (r *Runtime) Stats(ctx context.Context, id string) (runtime.Stats, error) {
-	if _, err := r.loadHandle(id); err != nil {
+	h, err := r.loadHandle(id)
+	if err != nil {
 		return runtime.Stats{}, err
 	}
-	rel := r.cgroupsPath(id)
+	rel := r.cgroupsPath(h.cid())
 	mem, err := readUint(filepath.Join(cgroupRoot, "memory", rel, "memory.usage_in_bytes"))
 	if errors.Is(err, os.ErrNotExist) {
 		return runtime.Stats{}, fmt.Errorf("sandbox %s has no cgroup (not running): %w", id, errdefs.ErrConflict)
@@ -59,7 +60,7 @@ func (r *Runtime) Stats(ctx context.Context, id string) (runtime.Stats, error) {
 	}, nil
 }
 
-// removeCgroups removes the cgroup directories of id that runsc left (it
+// removeCgroups removes the cgroup directories of container id that runsc left (it
 // does when the sandbox died instead of being deleted). Missing ones are
 // fine; a cgroup that still has tasks cannot be removed and is logged.
 func (r *Runtime) removeCgroups(ctx context.Context, id string) {

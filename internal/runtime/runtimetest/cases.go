@@ -219,3 +219,34 @@ func testStopRestore(s *suite) {
 		s.t.Fatalf("/count after rollback = %q, want 3", got)
 	}
 }
+
+// testReplace rolls a running sandbox back in place: the same id answers
+// with the checkpoint's state; replacing an unknown id is ErrNotFound.
+func testReplace(s *suite) {
+	ctx := context.Background()
+	id := NewID()
+	s.create(id)
+	s.mustGet(id, "/count")
+	img := s.t.TempDir()
+	if err := s.checkpointer().Checkpoint(ctx, id, img, runtime.CheckpointOptions{LeaveRunning: true}); err != nil {
+		s.t.Fatalf("Checkpoint: %v", err)
+	}
+	s.mustGet(id, "/count")
+	s.mustGet(id, "/count")
+	start := time.Now()
+	if _, err := s.checkpointer().Replace(ctx, s.spec(id), img); err != nil {
+		s.t.Fatalf("Replace: %v", err)
+	}
+	s.waitReady(id)
+	s.t.Logf("timing: %s replace → first answer %v", s.rt.Name(), time.Since(start))
+	s.wantState(id, runtime.StateRunning)
+	if got := s.mustGet(id, "/count"); got != "2" {
+		s.t.Fatalf("/count after Replace = %q, want 2 (the checkpoint's 1, plus this call)", got)
+	}
+	if list, _ := s.rt.List(ctx); len(list) != 1 {
+		s.t.Errorf("List after Replace: %+v, want one sandbox", list)
+	}
+	if _, err := s.checkpointer().Replace(ctx, s.spec(NewID()), img); !errdefs.IsNotFound(err) {
+		s.t.Errorf("Replace of an unknown id: %v, want ErrNotFound", err)
+	}
+}

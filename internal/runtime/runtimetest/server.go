@@ -1,7 +1,6 @@
 package runtimetest
 
 import (
-	"crypto/rand"
 	"fmt"
 	"net/http"
 	"os"
@@ -101,15 +100,7 @@ func (h *Handler) Clone() http.Handler {
 }
 
 // NewID returns a random valid sandbox id.
-func NewID() string {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-	b := make([]byte, runtime.IDLength)
-	rand.Read(b)
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return string(b)
-}
+func NewID() string { return runtime.NewID() }
 
 // FindRepoFile walks up from the working directory to the directory holding
 // go.mod and returns rel joined to it ("" if there is no go.mod), so tests

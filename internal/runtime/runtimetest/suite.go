@@ -62,6 +62,7 @@ func Run(t *testing.T, newRuntime func(t *testing.T) runtime.Runtime, opts Optio
 		{"Isolation", testIsolation},
 		{"CloneLeaveRunning", testClone},
 		{"CheckpointStopRestoreSameID", testStopRestore},
+		{"ReplaceRunning", testReplace},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

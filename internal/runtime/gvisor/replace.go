@@ -1,0 +1,75 @@
+package gvisor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/runtime"
+)
+
+// Replace implements runtime.Checkpointer. The image is restored into
+// another container (a standby one if ready, else one runsc creates under
+// a fresh id), the handle is switched to it, and the old container is
+// removed in the background: once the handle names the new container the
+// old one is a leftover that a restarted runtime would remove anyway, so
+// its teardown need not hold up the caller.
+func (r *Runtime) Replace(ctx context.Context, spec runtime.Spec, imageDir string) (info runtime.Info, err error) {
+	if err := validate(spec); err != nil {
+		return runtime.Info{}, err
+	}
+	old, err := r.loadHandle(spec.ID)
+	if err != nil {
+		return runtime.Info{}, err
+	}
+	if st, err := r.info(ctx, old); err != nil {
+		return runtime.Info{}, err
+	} else if st.State == runtime.StateStopped {
+		return runtime.Info{}, fmt.Errorf("sandbox %s is stopped: %w", spec.ID, errdefs.ErrConflict)
+	}
+	r.standby.begin()
+	defer r.standby.end(spec)
+	box, ok := r.standby.take(spec)
+	if !ok {
+		if box, err = r.standby.create(ctx, spec); err != nil {
+			return runtime.Info{}, err
+		}
+	}
+	if err := r.runDetached(ctx, r.cfg.Timeout, filepath.Join(box.dir, "runsc.log"),
+		"restore", "--detach", "--bundle="+box.dir, "--image-path="+imageDir, box.cid); err != nil {
+		r.standby.discard(ctx, box)
+		return runtime.Info{}, err
+	}
+	h := newHandle(spec, box.res, box.lease)
+	h.Container, h.Bundle = box.cid, box.dir
+	if err := r.saveHandle(h); err != nil {
+		r.standby.discard(ctx, box)
+		return runtime.Info{}, err
+	}
+	r.bg.Add(1)
+	go func() {
+		defer r.bg.Done()
+		r.removeContainer(context.WithoutCancel(ctx), old)
+	}()
+	return startedInfo(h), nil
+}
+
+// removeContainer removes the container, network and bundle of an old
+// incarnation of a sandbox whose handle now names another container.
+func (r *Runtime) removeContainer(ctx context.Context, old handle) {
+	r.destroy(ctx, old.cid())
+	if err := r.cfg.Net.Release(ctx, old.cid()); err != nil && !errdefs.IsNotFound(err) {
+		r.log.WarnContext(ctx, "release network of replaced container", "id", old.cid(), "err", err)
+	}
+	if old.Bundle != "" {
+		if err := os.RemoveAll(old.Bundle); err != nil {
+			r.log.WarnContext(ctx, "remove replaced bundle", "dir", old.Bundle, "err", err)
+		}
+		return
+	}
+	for _, f := range []string{"config.json", "runsc.log"} {
+		os.Remove(filepath.Join(r.sandboxDir(old.ID), f))
+	}
+}
