@@ -20,14 +20,19 @@ type hostMem struct {
 	PSS        int64 // bytes, summed over PIDs
 	PSSShmem   int64 // part of PSS that maps shared memory (may overlap MemFile)
 	PSSFile    int64 // part of PSS backed by files (runsc binary, rootfs files)
+	PSSMemFile int64 // part of PSS that maps the runsc-memory memfd
 	MemFile    int64 // allocated bytes of the runsc-memory memfd
 }
 
-// Total is PSS + memory-file blocks, the measure design.md prescribes. The
-// memfd pages the sentry has mapped are in both terms (PSSShmem); Dedup
-// subtracts them.
-func (m hostMem) Total() int64 { return m.PSS + m.MemFile }
-func (m hostMem) Dedup() int64 { return m.PSS - m.PSSShmem + m.MemFile }
+// Total is the sandbox's host memory with every page counted once: PSS
+// (pages shared with other sandboxes, such as runsc's text, split among
+// them) without its runsc-memory mappings, plus the memfd's allocated
+// blocks, which include every page those mappings map (the memfd is the
+// sandbox's own; guest memory the sentry has not mapped is only there).
+func (m hostMem) Total() int64 { return m.PSS - m.PSSMemFile + m.MemFile }
+
+// Naive is PSS + memory-file blocks: the mapped memfd pages count twice.
+func (m hostMem) Naive() int64 { return m.PSS + m.MemFile }
 
 // proc is one /proc entry.
 type proc struct {
@@ -66,6 +71,7 @@ func measureHost(id string) (hostMem, error) {
 		m.PSS += pss
 		m.PSSShmem += shm
 		m.PSSFile += file
+		m.PSSMemFile += mappedPSS(pid, "/memfd:runsc-memory")
 	}
 	m.MemFile, err = memfdBytes(m.SandboxPID, "runsc-memory")
 	return m, err
@@ -177,6 +183,29 @@ func readPSS(pid int) (pss, shmem, file int64, err error) {
 	return pss, shmem, file, sc.Err()
 }
 
+// mappedPSS sums the Pss of pid's mappings whose path starts with name.
+func mappedPSS(pid int, name string) int64 {
+	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "smaps"))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	var total int64
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		switch {
+		case len(fs) >= 5 && strings.Contains(fs[0], "-") && !strings.HasSuffix(fs[0], ":"):
+			in = len(fs) >= 6 && strings.HasPrefix(fs[5], name) // a mapping's header line
+		case in && len(fs) >= 2 && fs[0] == "Pss:":
+			kb, _ := strconv.ParseInt(fs[1], 10, 64)
+			total += kb << 10
+		}
+	}
+	return total
+}
+
 // memfdBytes sums the allocated blocks of pid's memfds called name.
 func memfdBytes(pid int, name string) (int64, error) {
 	dir := filepath.Join("/proc", strconv.Itoa(pid), "fd")
@@ -217,11 +246,11 @@ func dirBytes(dir string) int64 {
 }
 
 // memSamples accumulates hostMem readings for the memory rows.
-type memSamples struct{ host, dedup, pss, file, memfd samples }
+type memSamples struct{ host, naive, pss, file, memfd samples }
 
 func (s *memSamples) add(m hostMem) {
 	s.host.add(mib(m.Total()))
-	s.dedup.add(mib(m.Dedup()))
+	s.naive.add(mib(m.Naive()))
 	s.pss.add(mib(m.PSS))
 	s.file.add(mib(m.PSSFile))
 	s.memfd.add(mib(m.MemFile))
@@ -230,11 +259,11 @@ func (s *memSamples) add(m hostMem) {
 // set records the readings on side in the memory section's rows.
 func (s *memSamples) set(res *Results, side Side) { s.setAs(res, side, "memory") }
 
-// setAs records the readings on side in the rows <prefix>.host, .dedup,
+// setAs records the readings on side in the rows <prefix>.host, .naive,
 // .pss, .pssfile and .memfd.
 func (s *memSamples) setAs(res *Results, side Side, prefix string) {
 	res.Set(prefix+".host", side, s.host)
-	res.Set(prefix+".dedup", side, s.dedup)
+	res.Set(prefix+".naive", side, s.naive)
 	res.Set(prefix+".pss", side, s.pss)
 	res.Set(prefix+".pssfile", side, s.file)
 	res.Set(prefix+".memfd", side, s.memfd)

@@ -146,7 +146,12 @@ func (r *rawRunsc) exec(ctx context.Context, id string, argv ...string) (string,
 
 // echo is `runsc exec id echo hi`, checked.
 func (r *rawRunsc) echo(ctx context.Context, id string) error {
-	out, err := r.exec(ctx, id, "/bin/echo", "hi")
+	return r.echoWith(ctx, id, echoArgv)
+}
+
+// echoWith runs argv, which must print "hi", with `runsc exec`.
+func (r *rawRunsc) echoWith(ctx context.Context, id string, argv []string) error {
+	out, err := r.exec(ctx, id, argv...)
 	if err == nil && !strings.Contains(out, "hi") {
 		err = fmt.Errorf("runsc exec echo: got %q", out)
 	}

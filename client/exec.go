@@ -103,6 +103,12 @@ func (s *SandboxConn) follow(ctx context.Context, stream *connect.ServerStreamFo
 				return -1, err
 			}
 		case ev.GetEnd() != nil:
+			// Read on to the end of the stream (the end-of-stream
+			// message follows at once): a stream closed before its end
+			// costs both hops of the proxy their pooled connections, and
+			// the next call a new connection into the sandbox.
+			for stream.Receive() {
+			}
 			return endCode(ev.GetEnd()), nil
 		}
 	}

@@ -34,7 +34,7 @@ var BasePackages = []string{
 
 // baseVersion changes whenever the recipe below changes, so a cached rootfs
 // built from an older recipe is rebuilt.
-const baseVersion = "bookworm-1"
+const baseVersion = "bookworm-2"
 
 // Options configure EnsureBase.
 type Options struct {
@@ -158,5 +158,25 @@ func configure(ctx context.Context, root string) error {
 			return err
 		}
 	}
+	if err := tuneProfile(filepath.Join(root, "etc/profile")); err != nil {
+		return err
+	}
 	return os.RemoveAll(filepath.Join(root, "var/lib/apt/lists"))
+}
+
+// slowUIDTest is Debian's /etc/profile test for root. Every login shell —
+// and E2B clients run each command as `bash -l -c` — pays a fork of bash
+// and an exec of id(1) for it: 28 ms of a 45 ms `bash -l -c 'echo hi'`
+// measured in a gVisor sandbox here.
+const slowUIDTest = `[ "$(id -u)" -eq 0 ]`
+
+// tuneProfile makes /etc/profile ask the shell for the user id where the
+// shell knows it (bash's EUID) and run id(1) only where it does not (dash).
+func tuneProfile(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	fast := strings.ReplaceAll(string(b), slowUIDTest, `[ "${EUID:-$(id -u)}" -eq 0 ]`)
+	return os.WriteFile(path, []byte(fast), 0o644)
 }
