@@ -172,22 +172,25 @@ func (b *rawBench) benchRollback(ctx context.Context, sz size) {
 		b.fail(err, key)
 		return
 	}
-	var rb samples
-	for range b.cfg.n {
-		t0 := time.Now()
-		b.r.delete(ctx, box.id)
-		box.out.Close()
-		if err = box.net.reset(ctx); err == nil {
-			box.out, err = b.r.restore(ctx, box.id, box.bundle, image)
+	for _, m := range samplePacings {
+		var rb samples
+		for range b.cfg.n {
+			time.Sleep(m.gap)
+			t0 := time.Now()
+			b.r.delete(ctx, box.id)
+			box.out.Close()
+			if err = box.net.reset(ctx); err == nil {
+				box.out, err = b.r.restore(ctx, box.id, box.bundle, image)
+			}
+			if err == nil {
+				err = b.r.echo(ctx, box.id)
+			}
+			if err != nil {
+				b.fail(err, key)
+				return
+			}
+			rb.addDur(time.Since(t0))
 		}
-		if err == nil {
-			err = b.r.echo(ctx, box.id)
-		}
-		if err != nil {
-			b.fail(err, key)
-			return
-		}
-		rb.addDur(time.Since(t0))
+		b.res.Set(key+m.suffix, Raw, rb)
 	}
-	b.res.Set(key, Raw, rb)
 }

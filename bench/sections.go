@@ -89,10 +89,15 @@ var sections = []sectionDef{
 		}},
 	{name: "rollback", title: "Rollback → first command output",
 		intro: "forkbox: `Rollback(id, snapshot)` then `Exec(echo hi)` until output (same sandbox id). Raw (recipe): `runsc " +
-			"delete --force`, re-add eth0's address and route, `runsc restore --detach` under the same id, `runsc exec echo hi`.",
+			"delete --force`, re-add eth0's address and route, `runsc restore --detach` under the same id, `runsc exec echo hi`. " +
+			"Samples 0.5 s apart (an agent thinks between calls; forkbox's background work — refilling its standby containers, " +
+			"removing the replaced container — is done by the next), then the same number back to back, where that work competes " +
+			"with the next rollback for the 2 CPUs.",
 		rows: []rowDef{
 			{"rollback.tiny", "rollback → first output, tiny", "ms", atMost(250, "≤ 250 ms")},
 			{"rollback.256", "rollback → first output, 256 MiB", "ms", nil},
+			{"rollback.tiny.b2b", "  back to back, tiny", "ms", nil},
+			{"rollback.256.b2b", "  back to back, 256 MiB", "ms", nil},
 		}},
 	{name: "codeinterp", title: "Code interpreter (`code-interpreter-v1`)",
 		intro: "The E2B code-interpreter SDK's `runCode` as it sends it: `POST /execute` with `{\"code\": …}` to port 49999 " +

@@ -33,7 +33,7 @@ func (r *Runtime) Replace(ctx context.Context, spec runtime.Spec, imageDir strin
 	defer r.standby.end(spec)
 	box, ok := r.standby.take(spec)
 	if !ok {
-		if box, err = r.standby.create(ctx, spec); err != nil {
+		if box, err = r.standby.create(ctx, spec, runtime.NewID()); err != nil {
 			return runtime.Info{}, err
 		}
 	}

@@ -14,10 +14,10 @@ import (
 	"github.com/forkbox/forkbox/internal/runtime"
 )
 
-// quietAfterRestore is how long the filler waits after the last restore
-// ended: the caller's next steps (an agent's first answers, a burst of
-// commands into fresh clones) get the CPU first.
-const quietAfterRestore = 200 * time.Millisecond
+// maxWaitForMaking bounds how long a restore waits for the container the
+// filler is making for its shape (a runsc create takes ~0.1 s) before it
+// has runsc create one of its own.
+const maxWaitForMaking = time.Second
 
 // maxShapes bounds how many sandbox shapes keep standby containers: a
 // daemon restores from a handful of templates, and each standby costs a
@@ -42,6 +42,14 @@ type standbyBox struct {
 	res   runtime.Resources
 }
 
+// making is a container the filler is creating; done closes when it is in
+// its pool (or failed).
+type making struct {
+	cid   string
+	shape shape
+	done  chan struct{}
+}
+
 // shapePool is the ready boxes of one shape and the spec to make more.
 type shapePool struct {
 	spec     runtime.Spec
@@ -59,9 +67,8 @@ type standby struct {
 	mu      sync.Mutex
 	pools   map[shape]*shapePool
 	stale   []standbyBox // of evicted shapes, to discard
-	making  string       // container id being created, for tests
-	busy    int          // restores under way: the filler waits for none
-	lastEnd time.Time    // when the last restore ended
+	making  *making      // the container the filler is creating
+	busy    int          // restores under way: the filler starts none then
 	started bool
 	closed  bool
 	kick    chan struct{}
@@ -96,7 +103,6 @@ func (s *standby) end(spec runtime.Spec) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.busy--
-	s.lastEnd = time.Now()
 	if s.target <= 0 || s.closed {
 		return
 	}
@@ -133,17 +139,32 @@ func (s *standby) evictLocked() {
 	}
 }
 
-// take hands out a ready container of spec's shape, if there is one.
+// take hands out a ready container of spec's shape. If there is none but
+// the filler is making one, it waits for that (up to maxWaitForMaking):
+// sooner than, and not competing with, a runsc create of its own.
 func (s *standby) take(spec runtime.Spec) (standbyBox, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p := s.pools[s.shapeOf(spec)]
-	if p == nil || len(p.boxes) == 0 {
-		return standbyBox{}, false
+	k := s.shapeOf(spec)
+	deadline := time.NewTimer(maxWaitForMaking)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		if p := s.pools[k]; p != nil && len(p.boxes) > 0 {
+			b := p.boxes[0]
+			p.boxes = p.boxes[1:]
+			s.mu.Unlock()
+			return b, true
+		}
+		mk := s.making
+		s.mu.Unlock()
+		if mk == nil || mk.shape != k {
+			return standbyBox{}, false
+		}
+		select {
+		case <-mk.done:
+		case <-deadline.C:
+			return standbyBox{}, false
+		}
 	}
-	b := p.boxes[0]
-	p.boxes = p.boxes[1:]
-	return b, true
 }
 
 // run fills the pools until close.
@@ -152,22 +173,21 @@ func (s *standby) run() {
 	ctx := context.Background()
 	for {
 		s.discardStale(ctx)
-		spec, wait, ok := s.next()
+		spec, mk, ok := s.next()
 		if !ok {
-			if !s.sleep(wait) {
+			if !s.sleep(0) {
 				return
 			}
 			continue
 		}
-		box, err := s.create(ctx, spec)
+		box, err := s.create(ctx, spec, mk.cid)
+		s.made(ctx, mk, box, err)
 		if err != nil {
 			s.r.log.WarnContext(ctx, "standby container", "err", err)
 			if !s.sleep(time.Second) { // a broken runsc should not spin
 				return
 			}
-			continue
 		}
-		s.put(ctx, spec, box)
 	}
 }
 
@@ -188,16 +208,30 @@ func (s *standby) sleep(d time.Duration) bool {
 	return true
 }
 
-// next returns the spec of the most recently used shape short of target,
-// or how long to wait before asking again (0: until kicked).
-func (s *standby) next() (runtime.Spec, time.Duration, bool) {
+// made ends mk: its box goes into its pool (or is discarded if the shape
+// was evicted or the pool closed meanwhile), then waiters are woken.
+func (s *standby) made(ctx context.Context, mk *making, box standbyBox, err error) {
+	s.mu.Lock()
+	p := s.pools[mk.shape]
+	keep := err == nil && p != nil && !s.closed
+	if keep {
+		p.boxes = append(p.boxes, box)
+	}
+	s.making = nil
+	close(mk.done)
+	s.mu.Unlock()
+	if err == nil && !keep {
+		s.discard(ctx, box)
+	}
+}
+
+// next picks the most recently used shape short of target and records the
+// container about to be made for it. Nothing while restores run.
+func (s *standby) next() (runtime.Spec, *making, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.busy > 0 {
-		return runtime.Spec{}, 0, false
-	}
-	if quiet := time.Since(s.lastEnd); quiet < quietAfterRestore {
-		return runtime.Spec{}, quietAfterRestore - quiet, false
+		return runtime.Spec{}, nil, false
 	}
 	var best *shapePool
 	for _, p := range s.pools {
@@ -206,36 +240,22 @@ func (s *standby) next() (runtime.Spec, time.Duration, bool) {
 		}
 	}
 	if best == nil {
-		return runtime.Spec{}, 0, false
+		return runtime.Spec{}, nil, false
 	}
-	return best.spec, 0, true
+	s.making = &making{cid: runtime.NewID(), shape: s.shapeOf(best.spec), done: make(chan struct{})}
+	return best.spec, s.making, true
 }
 
-// put adds box to its shape's pool, or discards it if the shape was
-// evicted or the pool closed meanwhile.
-func (s *standby) put(ctx context.Context, spec runtime.Spec, box standbyBox) {
-	s.mu.Lock()
-	p := s.pools[s.shapeOf(spec)]
-	if p != nil && !s.closed {
-		p.boxes = append(p.boxes, box)
-		s.mu.Unlock()
-		return
-	}
-	s.mu.Unlock()
-	s.discard(ctx, box)
-}
-
-// create makes one standby container for spec's shape under a fresh id.
-func (s *standby) create(ctx context.Context, spec runtime.Spec) (box standbyBox, err error) {
+// create makes a container for spec's shape under id cid, created by
+// runsc but not started. On failure nothing is left.
+func (s *standby) create(ctx context.Context, spec runtime.Spec, cid string) (box standbyBox, err error) {
 	r := s.r
-	box = standbyBox{cid: runtime.NewID(), res: withDefaults(spec.Resources, r.cfg.Defaults)}
+	box = standbyBox{cid: cid, res: withDefaults(spec.Resources, r.cfg.Defaults)}
 	box.dir = filepath.Join(r.containersDir(), box.cid)
-	s.setMaking(box.cid)
 	defer func() {
 		if err != nil {
 			s.discard(ctx, box)
 		}
-		s.setMaking("")
 	}()
 	if err := os.Mkdir(box.dir, 0o700); err != nil {
 		return box, fmt.Errorf("standby bundle: %w", err)
@@ -252,12 +272,6 @@ func (s *standby) create(ctx context.Context, spec runtime.Spec) (box standbyBox
 		"create", "--bundle="+box.dir, box.cid)
 }
 
-func (s *standby) setMaking(cid string) {
-	s.mu.Lock()
-	s.making = cid
-	s.mu.Unlock()
-}
-
 // held returns the container ids the pools hold or are making.
 func (s *standby) held() []string {
 	s.mu.Lock()
@@ -271,8 +285,8 @@ func (s *standby) held() []string {
 	for _, b := range s.stale {
 		ids = append(ids, b.cid)
 	}
-	if s.making != "" {
-		ids = append(ids, s.making)
+	if s.making != nil {
+		ids = append(ids, s.making.cid)
 	}
 	return ids
 }
