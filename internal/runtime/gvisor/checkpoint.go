@@ -91,6 +91,9 @@ func (r *Runtime) prepareRestore(ctx context.Context, spec runtime.Spec, cl *cle
 		return h, r.sandboxDir(spec.ID), nil
 	}
 	cl.add("discard standby", func(ctx context.Context) error { r.standby.discard(ctx, box); return nil })
+	if err := r.standby.adopt(box); err != nil {
+		return handle{}, "", err
+	}
 	dir := r.sandboxDir(spec.ID)
 	if err := os.Mkdir(dir, 0o700); errors.Is(err, os.ErrExist) {
 		return handle{}, "", fmt.Errorf("sandbox %s: %w", spec.ID, errdefs.ErrAlreadyExists)

@@ -37,6 +37,10 @@ func (r *Runtime) Replace(ctx context.Context, spec runtime.Spec, imageDir strin
 			return runtime.Info{}, err
 		}
 	}
+	if err := r.standby.adopt(box); err != nil {
+		r.standby.discard(ctx, box)
+		return runtime.Info{}, err
+	}
 	if err := r.runDetached(ctx, r.cfg.Timeout, filepath.Join(box.dir, "runsc.log"),
 		"restore", "--detach", "--bundle="+box.dir, "--image-path="+imageDir, box.cid); err != nil {
 		r.standby.discard(ctx, box)

@@ -19,6 +19,11 @@ import (
 // has runsc create one of its own.
 const maxWaitForMaking = time.Second
 
+// standbyCPUShares is the cgroup v1 cpu.shares of a standby container
+// until adopt (the default weight is 1024): its sentry and gofer start up
+// without taking CPU from running sandboxes.
+const standbyCPUShares = 2
+
 // maxShapes bounds how many sandbox shapes keep standby containers: a
 // daemon restores from a handful of templates, and each standby costs a
 // network slot and two idle processes.
@@ -265,6 +270,10 @@ func (s *standby) create(ctx context.Context, spec runtime.Spec, cid string) (bo
 	}
 	spec.ID = box.cid
 	oci := buildSpec(spec, box.res, box.lease, r.cgroupsPath(box.cid))
+	// Made while other sandboxes run, it yields the CPU to them; adopt
+	// gives it its share back.
+	shares := uint64(standbyCPUShares)
+	oci.Linux.Resources.CPU.Shares = &shares
 	if err := writeJSON(filepath.Join(box.dir, "config.json"), oci); err != nil {
 		return box, err
 	}
@@ -289,6 +298,16 @@ func (s *standby) held() []string {
 		ids = append(ids, s.making.cid)
 	}
 	return ids
+}
+
+// adopt readies box for the restore of a sandbox: its cgroup gets the
+// default CPU weight back.
+func (s *standby) adopt(box standbyBox) error {
+	path := filepath.Join(cgroupRoot, "cpu", s.r.cgroupsPath(box.cid), "cpu.shares")
+	if err := os.WriteFile(path, []byte("1024"), 0o644); err != nil {
+		return fmt.Errorf("standby %s: %w", box.cid, err)
+	}
+	return nil
 }
 
 // discard removes a standby container, its network and bundle.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -116,6 +117,21 @@ func TestStandbyRestore(t *testing.T) {
 	}
 	if h.cid() == second || h.Bundle != filepath.Join(r.containersDir(), h.cid()) {
 		t.Fatalf("second restore did not take the standby container: %+v", h)
+	}
+	sharesPath := filepath.Join(cgroupRoot, "cpu", r.cgroupsPath(h.cid()), "cpu.shares")
+	if b, err := os.ReadFile(sharesPath); err != nil || strings.TrimSpace(string(b)) != "1024" {
+		t.Errorf("adopted container's cpu.shares = %q (%v), want the default 1024", b, err)
+	}
+	waitStandby(t, r, 1)
+	r.standby.mu.Lock()
+	var ready standbyBox
+	for _, p := range r.standby.pools {
+		ready = p.boxes[0]
+	}
+	r.standby.mu.Unlock()
+	sharesPath = filepath.Join(cgroupRoot, "cpu", r.cgroupsPath(ready.cid), "cpu.shares")
+	if b, err := os.ReadFile(sharesPath); err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(standbyCPUShares) {
+		t.Errorf("standby container's cpu.shares = %q (%v), want %d", b, err, standbyCPUShares)
 	}
 	if err := r.Freeze(ctx, second); err != nil {
 		t.Errorf("Freeze through the container id: %v", err)
