@@ -3,10 +3,13 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -103,9 +106,27 @@ func accountFor(t *testing.T, ctx context.Context, d *daemontest.Daemon, c *clie
 
 // checkFootprint checks that the host holds runsc containers and network
 // namespaces only for sandboxes and for standby containers (created, never
-// started, at most a few per shape).
+// started, at most a few per shape). A standby container being made has
+// its namespace a moment before runsc knows it, so a finding must persist
+// for 3 s to count.
 func checkFootprint(t *testing.T, d *daemontest.Daemon, sandboxes []string) {
 	t.Helper()
+	var problems []string
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		problems = footprintProblems(t, d, sandboxes)
+		if len(problems) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+// footprintProblems lists what checkFootprint complains about right now.
+func footprintProblems(t *testing.T, d *daemontest.Daemon, sandboxes []string) []string {
+	t.Helper()
+	var problems []string
 	mine := map[string]bool{}
 	for _, id := range sandboxes {
 		mine[containerOf(t, d, id)] = true
@@ -127,23 +148,53 @@ func checkFootprint(t *testing.T, d *daemontest.Daemon, sandboxes []string) {
 		case c.Status == "created":
 			standby++
 		default:
-			t.Errorf("runsc container %s (%s) belongs to no sandbox", c.ID, c.Status)
+			problems = append(problems, fmt.Sprintf("runsc container %s (%s) belongs to no sandbox", c.ID, c.Status))
 		}
 	}
 	if standby > 4 {
-		t.Errorf("%d standby containers, want at most 2 per shape (2 shapes)", standby)
+		problems = append(problems, fmt.Sprintf("%d standby containers, want at most 2 per shape (2 shapes)", standby))
 	}
 	for id := range mine {
 		if !containers[id] {
-			t.Errorf("sandbox container %s is not known to runsc", id)
+			problems = append(problems, fmt.Sprintf("sandbox container %s is not known to runsc", id))
 		}
 	}
 	ents, _ := os.ReadDir("/var/run/netns")
 	for _, e := range ents {
 		if id, ok := strings.CutPrefix(e.Name(), daemontest.NetNSPrefix()); ok && !containers[id] {
-			t.Errorf("network namespace %s belongs to no container", e.Name())
+			problems = append(problems, fmt.Sprintf("network namespace %s belongs to no container", e.Name()))
 		}
 	}
+	for pid, bundle := range runscProcesses(root) {
+		if !containers[filepath.Base(bundle)] {
+			problems = append(problems, fmt.Sprintf("runsc process %d (bundle %s) belongs to no container", pid, bundle))
+		}
+	}
+	return problems
+}
+
+// runscProcesses maps the pid of every process started with --root=root
+// (sandboxes, gofers, runsc commands) to its --bundle, if it has one.
+func runscProcesses(root string) map[int]string {
+	out := map[int]string{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if !slices.Contains(args, "--root="+root) {
+			continue
+		}
+		for _, a := range args {
+			if v, ok := strings.CutPrefix(a, "--bundle="); ok {
+				out[pid] = v
+			}
+		}
+	}
+	return out
 }
 
 func dirNames(dir string) []string {

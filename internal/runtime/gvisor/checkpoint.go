@@ -79,7 +79,7 @@ func (r *Runtime) Restore(ctx context.Context, spec runtime.Spec, imageDir strin
 
 // prepareRestore readies a new sandbox for a restore: a standby container
 // of its shape if one is ready, else a bundle for runsc to create one. It
-// returns the handle to save once the restore succeeded and the bundle.
+// saves and returns the handle, and returns the bundle.
 func (r *Runtime) prepareRestore(ctx context.Context, spec runtime.Spec, cl *cleanup) (handle, string, error) {
 	box, ok := r.standby.take(spec)
 	if !ok {
@@ -103,6 +103,12 @@ func (r *Runtime) prepareRestore(ctx context.Context, spec runtime.Spec, cl *cle
 	cl.add("remove sandbox dir", func(context.Context) error { return os.RemoveAll(dir) })
 	h := newHandle(spec, box.res, box.lease)
 	h.Container, h.Bundle = box.cid, box.dir
+	// Saved before the restore, as for a fresh container: after a crash in
+	// between, the sandbox is known with its container, and removing it
+	// removes both.
+	if err := r.saveHandle(h); err != nil {
+		return handle{}, "", err
+	}
 	return h, box.dir, nil
 }
 

@@ -100,6 +100,9 @@ func (r *Runtime) Name() string { return "gvisor" }
 // reattach drops networks and containers no handle accounts for, and the
 // standby containers of an earlier daemon (they are cheap to make again).
 func (r *Runtime) reattach(ctx context.Context) error {
+	if err := r.removeHandleless(ctx); err != nil {
+		return err
+	}
 	known, err := r.knownContainers()
 	if err != nil {
 		return err
@@ -117,6 +120,7 @@ func (r *Runtime) reattach(ctx context.Context) error {
 			r.destroy(ctx, id)
 		}
 	}
+	r.killOrphans(ctx, known)
 	return r.removeUnusedBundles(known)
 }
 
@@ -133,6 +137,25 @@ func (r *Runtime) knownContainers() (map[string]bool, error) {
 		}
 	}
 	return known, nil
+}
+
+// removeHandleless removes sandbox directories without a handle: a daemon
+// that died between making one and saving its handle left them, and
+// nothing else refers to them.
+func (r *Runtime) removeHandleless(ctx context.Context) error {
+	entries, err := os.ReadDir(filepath.Join(r.cfg.StateDir, "sandboxes"))
+	if err != nil {
+		return fmt.Errorf("gvisor: %w", err)
+	}
+	for _, e := range entries {
+		if _, err := r.loadHandle(e.Name()); errdefs.IsNotFound(err) {
+			r.log.InfoContext(ctx, "removing sandbox directory without a handle", "id", e.Name())
+			if err := os.RemoveAll(filepath.Join(r.cfg.StateDir, "sandboxes", e.Name())); err != nil {
+				return fmt.Errorf("gvisor: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // Create implements runtime.Runtime.

@@ -152,13 +152,21 @@ func TestStandbyRestore(t *testing.T) {
 	checkClean(t, h.cid())
 	r.Delete(ctx, first)
 	waitStandby(t, r, 1)
-	// A daemon killed with standby containers: the next runtime removes them.
+	// A daemon killed with standby containers, and between making a sandbox
+	// directory and saving its handle: the next runtime removes both.
+	orphan := filepath.Join(env.state, "sandboxes", runtimetest.NewID())
+	if err := os.Mkdir(orphan, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	r2, err := New(ctx, Config{RunscPath: env.runsc, StateDir: env.state, Net: env.net, CgroupParent: testCgroupParent})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range r.standby.held() {
 		checkClean(t, id)
+	}
+	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+		t.Errorf("sandbox directory without a handle survived a restart: %v", err)
 	}
 	r.standby = newStandby(r, 0) // already removed by r2
 	checkNoStray(t, r2)

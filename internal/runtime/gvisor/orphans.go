@@ -1,0 +1,77 @@
+package gvisor
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// killOrphans kills the runsc processes under this runtime's --root that
+// belong to no known container: the sandbox and gofer of a container whose
+// `runsc create` a killed daemon left half done — runsc saved no state for
+// it, so `runsc list` could not show it — and such a create itself. Their
+// runsc state, if the create saved it meanwhile, and cgroups go too.
+func (r *Runtime) killOrphans(ctx context.Context, known map[string]bool) {
+	rootArg := "--root=" + r.runscRoot()
+	ents, _ := os.ReadDir("/proc")
+	killed := map[string][]int{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if !slices.Contains(args, rootArg) {
+			continue
+		}
+		cid := bundleContainer(args)
+		if cid == "" || known[cid] {
+			continue
+		}
+		r.log.InfoContext(ctx, "killing leftover runsc process", "pid", pid, "container", cid, "process", args[0])
+		syscall.Kill(pid, syscall.SIGKILL)
+		killed[cid] = append(killed[cid], pid)
+	}
+	for cid, pids := range killed {
+		waitGone(pids, 2*time.Second)
+		// The create may have saved runsc's state before it died.
+		r.destroy(ctx, cid)
+	}
+}
+
+// bundleContainer returns the container a runsc command line is for: the
+// last element of its --bundle directory (containers/<cid>, or
+// sandboxes/<id> where the container has the sandbox's id).
+func bundleContainer(args []string) string {
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--bundle="); ok {
+			return filepath.Base(v)
+		}
+		if a == "--bundle" && i+1 < len(args) {
+			return filepath.Base(args[i+1])
+		}
+	}
+	return ""
+}
+
+// waitGone waits until every pid has exited, or timeout.
+func waitGone(pids []int, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for _, pid := range pids {
+		for time.Now().Before(deadline) {
+			if err := syscall.Kill(pid, 0); err != nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
