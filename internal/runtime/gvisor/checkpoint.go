@@ -70,9 +70,6 @@ func (r *Runtime) Restore(ctx context.Context, spec runtime.Spec, imageDir strin
 		"restore", "--detach", "--bundle="+bundle, "--image-path="+imageDir, h.cid()); err != nil {
 		return runtime.Info{}, err
 	}
-	if err := r.saveHandle(h); err != nil {
-		return runtime.Info{}, err
-	}
 	cl.disarm()
 	return startedInfo(h), nil
 }
