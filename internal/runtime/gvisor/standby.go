@@ -116,9 +116,10 @@ func (s *standby) end(spec runtime.Spec) {
 	if p == nil {
 		p = &shapePool{}
 		s.pools[k] = p
-		s.evictLocked()
 	}
+	// Stamped before evicting, so the shape just asked for is the newest.
 	p.spec, p.lastUsed = spec, time.Now()
+	s.evictLocked()
 	if !s.started {
 		s.started = true
 		go s.run()
@@ -132,15 +133,14 @@ func (s *standby) end(spec runtime.Spec) {
 // evictLocked drops the least recently used shapes beyond maxShapes.
 func (s *standby) evictLocked() {
 	for len(s.pools) > maxShapes {
-		var oldest shape
-		var at time.Time
+		var oldest *shape
 		for k, p := range s.pools {
-			if at.IsZero() || p.lastUsed.Before(at) {
-				oldest, at = k, p.lastUsed
+			if oldest == nil || p.lastUsed.Before(s.pools[*oldest].lastUsed) {
+				oldest = &k
 			}
 		}
-		s.stale = append(s.stale, s.pools[oldest].boxes...)
-		delete(s.pools, oldest)
+		s.stale = append(s.stale, s.pools[*oldest].boxes...)
+		delete(s.pools, *oldest)
 	}
 }
 
