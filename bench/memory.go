@@ -18,7 +18,6 @@ type hostMem struct {
 	SandboxPID int
 	PIDs       []int
 	PSS        int64 // bytes, summed over PIDs
-	PSSShmem   int64 // part of PSS that maps shared memory (may overlap MemFile)
 	PSSFile    int64 // part of PSS backed by files (runsc binary, rootfs files)
 	PSSMemFile int64 // part of PSS that maps the runsc-memory memfd
 	MemFile    int64 // allocated bytes of the runsc-memory memfd
@@ -64,28 +63,16 @@ func measureHost(id string) (hostMem, error) {
 	}
 	m.PIDs = withDescendants(procs, roots)
 	for _, pid := range m.PIDs {
-		pss, shm, file, err := readPSS(pid)
+		pss, file, err := readPSS(pid)
 		if err != nil {
 			continue // exited meanwhile
 		}
 		m.PSS += pss
-		m.PSSShmem += shm
 		m.PSSFile += file
 		m.PSSMemFile += mappedPSS(pid, "/memfd:runsc-memory")
 	}
 	m.MemFile, err = memfdBytes(m.SandboxPID, "runsc-memory")
 	return m, err
-}
-
-// sandboxPID returns the pid of container id's runsc-sandbox, or 0.
-func sandboxPID(id string) int {
-	procs, _ := listProcs()
-	for _, p := range procs {
-		if strings.Contains(p.cmdline, id) && strings.HasPrefix(p.argv0, "runsc-sandbox") {
-			return p.pid
-		}
-	}
-	return 0
 }
 
 // alive reports whether pid exists and is not a zombie.
@@ -157,11 +144,11 @@ func withDescendants(procs []proc, roots map[int]bool) []int {
 	return out
 }
 
-// readPSS returns Pss, Pss_Shmem and Pss_File of pid in bytes.
-func readPSS(pid int) (pss, shmem, file int64, err error) {
+// readPSS returns Pss and Pss_File of pid in bytes.
+func readPSS(pid int) (pss, file int64, err error) {
 	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "smaps_rollup"))
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -174,13 +161,11 @@ func readPSS(pid int) (pss, shmem, file int64, err error) {
 		switch fs[0] {
 		case "Pss:":
 			pss = kb << 10
-		case "Pss_Shmem:":
-			shmem = kb << 10
 		case "Pss_File:":
 			file = kb << 10
 		}
 	}
-	return pss, shmem, file, sc.Err()
+	return pss, file, sc.Err()
 }
 
 // mappedPSS sums the Pss of pid's mappings whose path starts with name.

@@ -100,10 +100,7 @@ func (r *Runtime) Name() string { return "gvisor" }
 // reattach drops networks and containers no handle accounts for, and the
 // standby containers of an earlier daemon (they are cheap to make again).
 func (r *Runtime) reattach(ctx context.Context) error {
-	if err := r.removeHandleless(ctx); err != nil {
-		return err
-	}
-	known, err := r.knownContainers()
+	known, err := r.knownContainers(ctx)
 	if err != nil {
 		return err
 	}
@@ -124,38 +121,30 @@ func (r *Runtime) reattach(ctx context.Context) error {
 	return r.removeUnusedBundles(known)
 }
 
-// knownContainers returns the container id of every sandbox with a handle.
-func (r *Runtime) knownContainers() (map[string]bool, error) {
-	entries, err := os.ReadDir(filepath.Join(r.cfg.StateDir, "sandboxes"))
+// knownContainers returns the container id of every sandbox with a
+// handle, and removes sandbox directories without one: a daemon that died
+// between making one and saving its handle left them, and nothing else
+// refers to them.
+func (r *Runtime) knownContainers(ctx context.Context) (map[string]bool, error) {
+	dir := filepath.Join(r.cfg.StateDir, "sandboxes")
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("gvisor: %w", err)
 	}
 	known := map[string]bool{}
 	for _, e := range entries {
-		if h, err := r.loadHandle(e.Name()); err == nil {
+		h, err := r.loadHandle(e.Name())
+		switch {
+		case err == nil:
 			known[h.cid()] = true
-		}
-	}
-	return known, nil
-}
-
-// removeHandleless removes sandbox directories without a handle: a daemon
-// that died between making one and saving its handle left them, and
-// nothing else refers to them.
-func (r *Runtime) removeHandleless(ctx context.Context) error {
-	entries, err := os.ReadDir(filepath.Join(r.cfg.StateDir, "sandboxes"))
-	if err != nil {
-		return fmt.Errorf("gvisor: %w", err)
-	}
-	for _, e := range entries {
-		if _, err := r.loadHandle(e.Name()); errdefs.IsNotFound(err) {
+		case errdefs.IsNotFound(err):
 			r.log.InfoContext(ctx, "removing sandbox directory without a handle", "id", e.Name())
-			if err := os.RemoveAll(filepath.Join(r.cfg.StateDir, "sandboxes", e.Name())); err != nil {
-				return fmt.Errorf("gvisor: %w", err)
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return nil, fmt.Errorf("gvisor: %w", err)
 			}
 		}
 	}
-	return nil
+	return known, nil
 }
 
 // Create implements runtime.Runtime.

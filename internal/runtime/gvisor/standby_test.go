@@ -39,7 +39,7 @@ func newStandbyRuntime(t *testing.T, n int) *Runtime {
 func checkNoStray(t *testing.T, r *Runtime) {
 	t.Helper()
 	r.bg.Wait() // replaced containers still being removed
-	known, err := r.knownContainers()
+	known, err := r.knownContainers(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
