@@ -118,7 +118,7 @@ func (r *Runtime) reattach(ctx context.Context) error {
 		}
 	}
 	r.killOrphans(ctx, known)
-	return r.removeUnusedBundles(known)
+	return r.removeUnusedBundles(ctx, known)
 }
 
 // knownContainers returns the container id of every sandbox with a
@@ -139,6 +139,7 @@ func (r *Runtime) knownContainers(ctx context.Context) (map[string]bool, error) 
 			known[h.cid()] = true
 		case errdefs.IsNotFound(err):
 			r.log.InfoContext(ctx, "removing sandbox directory without a handle", "id", e.Name())
+			r.removeCgroups(ctx, e.Name())
 			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
 				return nil, fmt.Errorf("gvisor: %w", err)
 			}

@@ -374,14 +374,17 @@ func (r *Runtime) containersDir() string { return filepath.Join(r.cfg.StateDir, 
 
 // removeUnusedBundles removes container bundles no sandbox uses: the
 // standby containers of an earlier daemon, whose runsc containers and
-// networks reattach has already removed.
-func (r *Runtime) removeUnusedBundles(known map[string]bool) error {
+// networks reattach has already removed, and their cgroups.
+func (r *Runtime) removeUnusedBundles(ctx context.Context, known map[string]bool) error {
 	entries, err := os.ReadDir(r.containersDir())
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("gvisor: %w", err)
 	}
 	for _, e := range entries {
 		if !known[e.Name()] {
+			// A create killed with its daemon may have made the cgroups
+			// and nothing that runs.
+			r.removeCgroups(ctx, e.Name())
 			if err := os.RemoveAll(filepath.Join(r.containersDir(), e.Name())); err != nil {
 				return fmt.Errorf("gvisor: %w", err)
 			}

@@ -158,6 +158,19 @@ func TestStandbyRestore(t *testing.T) {
 	if err := os.Mkdir(orphan, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	// ... and a create killed after making its bundle and cgroups.
+	killedCID := runtimetest.NewID()
+	if err := os.Mkdir(filepath.Join(r.containersDir(), killedCID), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var killedCgroups []string
+	for _, c := range []string{"cpu", "memory", "pids"} {
+		dir := filepath.Join(cgroupRoot, c, r.cgroupsPath(killedCID))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		killedCgroups = append(killedCgroups, dir)
+	}
 	r2, err := New(ctx, Config{RunscPath: env.runsc, StateDir: env.state, Net: env.net, CgroupParent: testCgroupParent})
 	if err != nil {
 		t.Fatal(err)
@@ -165,8 +178,10 @@ func TestStandbyRestore(t *testing.T) {
 	for _, id := range r.standby.held() {
 		checkClean(t, id)
 	}
-	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
-		t.Errorf("sandbox directory without a handle survived a restart: %v", err)
+	for _, p := range append(killedCgroups, orphan, filepath.Join(r.containersDir(), killedCID)) {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s survived a restart: %v", p, err)
+		}
 	}
 	r.standby = newStandby(r, 0) // already removed by r2
 	checkNoStray(t, r2)
