@@ -37,11 +37,11 @@ type Daemon struct {
 // startDaemon runs `<bin>/forkbox serve` when that binary exists, else this
 // program itself in internal-daemon mode (internal/daemon.Run), as a child
 // process either way, and waits until it answers /health.
-func startDaemon(ctx context.Context, binDir, templateDir, tmp string) (*Daemon, error) {
+func startDaemon(ctx context.Context, binDir, templateDir, tmp string, hugePages bool) (*Daemon, error) {
 	d := &Daemon{DataDir: filepath.Join(tmp, "daemon-data"), LogPath: filepath.Join(tmp, "daemon.log"),
 		runsc: filepath.Join(binDir, "runsc")}
 	o := daemonproc.Options{Bin: binDir, DataDir: d.DataDir, TemplateDir: templateDir,
-		Args:         []string{"--network-index", strconv.Itoa(networkIndex)},
+		Args:         []string{"--network-index", strconv.Itoa(networkIndex), "--host-hugepages=" + strconv.FormatBool(hugePages)},
 		LogPath:      d.LogPath,
 		ReadyTimeout: 10 * time.Minute,
 		StopTimeout:  20 * time.Second,

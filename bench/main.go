@@ -24,6 +24,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/forkbox/forkbox/internal/hostmm"
 )
 
 type config struct {
@@ -31,6 +33,7 @@ type config struct {
 	n, echoN, cloneReps   int
 	only                  map[string]bool
 	keep, shareTemplate   bool
+	hugePages             bool
 	sharedTemplateDir     string // -template-dir as given
 }
 
@@ -61,6 +64,7 @@ func parseFlags() (config, error) {
 	flag.StringVar(&only, "only", "", "comma-separated sections: "+sectionNames())
 	flag.BoolVar(&c.keep, "keep", false, "keep the temporary directory (daemon log, data)")
 	flag.BoolVar(&c.shareTemplate, "share-template", false, "use -template-dir in place instead of a private copy of its base and code-interpreter-v1 templates")
+	flag.BoolVar(&c.hugePages, "host-hugepages", true, "set the host's THP settings so runsc uses huge pages, as `forkbox serve` does by default, before either side runs")
 	flag.Parse()
 	if c.n < 1 || c.echoN < 1 || c.cloneReps < 1 {
 		return c, fmt.Errorf("-n, -echo-n and -clone-reps must be positive")
@@ -107,6 +111,7 @@ func run() error {
 		defer os.RemoveAll(tmp)
 	}
 	start := time.Now()
+	thp := hostHugePages(cfg.hugePages)
 	res := newResults()
 	cfg.sharedTemplateDir = cfg.templateDir
 	if !cfg.shareTemplate {
@@ -128,7 +133,7 @@ func run() error {
 	}
 	h := Header{
 		Command: "go run ./bench " + strings.Join(os.Args[1:], " "), Date: start.UTC().Format("2006-01-02 15:04 MST"),
-		Machine: machine(), Runsc: runscVersion(cfg.bin), Duration: time.Since(start).Round(time.Second).String(),
+		Machine: machine(), Runsc: runscVersion(cfg.bin), HugePages: thp, Duration: time.Since(start).Round(time.Second).String(),
 		N: cfg.n, EchoN: cfg.echoN, CloneReps: cfg.cloneReps,
 	}
 	if err := os.MkdirAll(filepath.Dir(cfg.out), 0o755); err != nil {
@@ -139,6 +144,26 @@ func run() error {
 	}
 	slog.Info("report written", "path", cfg.out, "took", time.Since(start).Round(time.Second))
 	return nil
+}
+
+// hostHugePages applies (when on) the daemon's host huge page settings
+// before anything runs, so raw runsc and forkbox see the same host, and
+// describes them for the report.
+func hostHugePages(on bool) string {
+	if on {
+		if _, err := hostmm.Enable(hostmm.DefaultDir); err != nil {
+			slog.Warn("host huge pages", "err", err)
+		}
+	}
+	s, err := hostmm.Read(hostmm.DefaultDir)
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	use := "small pages only"
+	if s.HugePagesForGVisor() {
+		use = "huge pages"
+	}
+	return fmt.Sprintf("THP %s: runsc backs sandbox memory with %s (`-host-hugepages=%t`)", s, use, on)
 }
 
 // runRaw runs the raw runsc measurements of the selected sections.
@@ -162,7 +187,7 @@ func runRaw(ctx context.Context, cfg config, res *Results, dir string) {
 
 // runForkbox starts a daemon, runs the forkbox measurements and stops it.
 func runForkbox(ctx context.Context, cfg config, res *Results, tmp string) error {
-	d, err := startDaemon(ctx, cfg.bin, cfg.templateDir, tmp)
+	d, err := startDaemon(ctx, cfg.bin, cfg.templateDir, tmp, cfg.hugePages)
 	if err != nil {
 		return err
 	}

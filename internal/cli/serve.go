@@ -46,6 +46,8 @@ SIGTERM; paused sandboxes and snapshots survive restarts in --data-dir.`,
 	f.String("template-dir", "", "directory of the cached templates (default <data-dir>/templates)")
 	f.Int("clone-concurrency", 0, "restores one clone operation runs at a time (0: the default, 10)")
 	f.Int("standby", 2, "runsc containers per sandbox shape created ahead for restores (resume, clone, rollback) to take (0: none)")
+	f.Bool("host-hugepages", true, "set the host's transparent huge page settings so gVisor backs sandbox memory with huge pages "+
+		"(shmem_enabled never→advise, defrag madvise→defer): restores of big sandboxes ~2× faster, ~7 MiB more per idle sandbox")
 	f.Int("pool-size", 2, "sandboxes per built-in template kept restored ahead of time, so a create is a hand-over (0: none)")
 	f.Int("network-index", 0, "give this daemon its own sandbox subnet 10.(201+N).0.0/16 (for several daemons on one host)")
 	return cmd

@@ -45,6 +45,9 @@ type Options struct {
 	// Standby containers per sandbox shape are kept created, not started,
 	// for resumes, clones and rollbacks to restore into (0: none).
 	Standby int
+	// HostHugePages lets Run change the host's transparent huge page
+	// settings so runsc uses huge pages (see package hostmm).
+	HostHugePages bool
 	// NetworkIndex separates the networks of several daemons on one host
 	// (0: the default 10.201.0.0/16; n: 10.(201+n).0.0/16, 1..50).
 	NetworkIndex int

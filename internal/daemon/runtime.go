@@ -3,10 +3,12 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"os"
 	"path/filepath"
 
+	"github.com/forkbox/forkbox/internal/hostmm"
 	"github.com/forkbox/forkbox/internal/netns"
 	"github.com/forkbox/forkbox/internal/runtime"
 	"github.com/forkbox/forkbox/internal/runtime/faults"
@@ -17,6 +19,9 @@ import (
 // runsc state under the data dir. The returned func releases what the
 // backend holds besides sandboxes (its standby containers).
 func newRuntime(ctx context.Context, o Options) (runtime.Runtime, func(context.Context) error, error) {
+	if o.HostHugePages {
+		tuneHugePages(o.Logger)
+	}
 	nm, err := netns.New(ctx, networkConfig(o))
 	if err != nil {
 		return nil, nil, fmt.Errorf("sandbox networking: %w", err)
@@ -41,6 +46,20 @@ func newRuntime(ctx context.Context, o Options) (runtime.Runtime, func(context.C
 		return frt, rt.Close, nil
 	}
 	return rt, rt.Close, nil
+}
+
+// tuneHugePages lets runsc back sandbox memory with huge pages. It runs
+// before the runtime so every sandbox this daemon starts, standby ones
+// included, sees the same settings; a host that refuses (read-only sysfs
+// in a container) keeps working on small pages.
+func tuneHugePages(log *slog.Logger) {
+	changes, err := hostmm.Enable(hostmm.DefaultDir)
+	for _, c := range changes {
+		log.Info("host huge pages: changed for gVisor", "setting", c.Setting, "from", c.From, "to", c.To)
+	}
+	if err != nil {
+		log.Warn("host huge pages: cannot enable, sandboxes use small pages (slower restores)", "err", err)
+	}
 }
 
 // networkConfig gives daemon number o.NetworkIndex its own subnet, names and
