@@ -250,6 +250,10 @@ func (r *Runtime) destroy(ctx context.Context, id string) {
 	if _, err := r.run(ctx, r.cfg.Timeout/5, "delete", "--force", id); err != nil && !errdefs.IsNotFound(err) {
 		r.log.WarnContext(ctx, "runsc delete failed", "id", id, "err", err)
 	}
+	// A `runsc create` or `restore` that died (timeout, a killed daemon)
+	// before saving runsc's state leaves a sandbox and gofer runsc delete
+	// cannot see; they hold the cgroups too.
+	r.killProcesses(ctx, func(cid string) bool { return cid == id })
 	r.removeCgroups(ctx, id)
 }
 

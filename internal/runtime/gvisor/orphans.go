@@ -17,6 +17,17 @@ import (
 // it, so `runsc list` could not show it — and such a create itself. Their
 // runsc state, if the create saved it meanwhile, and cgroups go too.
 func (r *Runtime) killOrphans(ctx context.Context, known map[string]bool) {
+	killed := r.killProcesses(ctx, func(cid string) bool { return !known[cid] })
+	for cid := range killed {
+		// The create may have saved runsc's state before it died.
+		r.destroy(ctx, cid)
+	}
+}
+
+// killProcesses SIGKILLs the processes started with this runtime's --root
+// whose bundle's container matches, waits for them to exit, and returns
+// them by container.
+func (r *Runtime) killProcesses(ctx context.Context, match func(cid string) bool) map[string][]int {
 	rootArg := "--root=" + r.runscRoot()
 	ents, _ := os.ReadDir("/proc")
 	killed := map[string][]int{}
@@ -34,18 +45,17 @@ func (r *Runtime) killOrphans(ctx context.Context, known map[string]bool) {
 			continue
 		}
 		cid := bundleContainer(args)
-		if cid == "" || known[cid] {
+		if cid == "" || !match(cid) {
 			continue
 		}
 		r.log.InfoContext(ctx, "killing leftover runsc process", "pid", pid, "container", cid, "process", args[0])
 		syscall.Kill(pid, syscall.SIGKILL)
 		killed[cid] = append(killed[cid], pid)
 	}
-	for cid, pids := range killed {
+	for _, pids := range killed {
 		waitGone(pids, 2*time.Second)
-		// The create may have saved runsc's state before it died.
-		r.destroy(ctx, cid)
 	}
+	return killed
 }
 
 // bundleContainer returns the container a runsc command line is for: the

@@ -65,7 +65,11 @@ func (r *Runtime) run(ctx context.Context, timeout time.Duration, args ...string
 // block the sandbox (trap 1), its read end dies with the daemon, and regular
 // files break after restore (trap 4). runsc's own errors go to logPath.
 func (r *Runtime) runDetached(ctx context.Context, timeout time.Duration, logPath string, args ...string) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	// Only the timeout stops these commands, not the caller's cancellation
+	// (a request gone, a daemon shutting down): a create or restore killed
+	// half way leaves a sandbox runsc has no state for. The cleanup after a
+	// failure can then delete a whole container.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
