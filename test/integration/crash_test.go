@@ -7,15 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/forkbox/forkbox/client"
 	"github.com/forkbox/forkbox/internal/daemontest"
+	"github.com/forkbox/forkbox/internal/runtime/gvisor"
 )
 
 // TestKill9MidOperations kills the daemon with SIGKILL in the middle of a
@@ -165,36 +164,12 @@ func footprintProblems(t *testing.T, d *daemontest.Daemon, sandboxes []string) [
 			problems = append(problems, fmt.Sprintf("network namespace %s belongs to no container", e.Name()))
 		}
 	}
-	for pid, bundle := range runscProcesses(root) {
-		if !containers[filepath.Base(bundle)] {
-			problems = append(problems, fmt.Sprintf("runsc process %d (bundle %s) belongs to no container", pid, bundle))
+	for pid, p := range gvisor.RunscProcesses(root) {
+		if !containers[p.Container] {
+			problems = append(problems, fmt.Sprintf("runsc process %d (%s, bundle of %s) belongs to no container", pid, p.Argv0, p.Container))
 		}
 	}
 	return problems
-}
-
-// runscProcesses maps the pid of every process started with --root=root
-// (sandboxes, gofers, runsc commands) to its --bundle, if it has one.
-func runscProcesses(root string) map[int]string {
-	out := map[int]string{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if !slices.Contains(args, "--root="+root) {
-			continue
-		}
-		for _, a := range args {
-			if v, ok := strings.CutPrefix(a, "--bundle="); ok {
-				out[pid] = v
-			}
-		}
-	}
-	return out
 }
 
 func dirNames(dir string) []string {

@@ -2,12 +2,8 @@ package gvisor
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -92,17 +88,9 @@ func TestRestoreCancelledLeavesNothing(t *testing.T) {
 // container cid.
 func processesOf(r *Runtime, cid string) []int {
 	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if slices.Contains(args, "--root="+r.runscRoot()) && bundleContainer(args) == cid {
-			if pid, err := strconv.Atoi(e.Name()); err == nil {
-				pids = append(pids, pid)
-			}
+	for pid, p := range RunscProcesses(r.runscRoot()) {
+		if p.Container == cid {
+			pids = append(pids, pid)
 		}
 	}
 	return pids

@@ -28,9 +28,35 @@ func (r *Runtime) killOrphans(ctx context.Context, known map[string]bool) {
 // whose bundle's container matches, waits for them to exit, and returns
 // them by container.
 func (r *Runtime) killProcesses(ctx context.Context, match func(cid string) bool) map[string][]int {
-	rootArg := "--root=" + r.runscRoot()
-	ents, _ := os.ReadDir("/proc")
 	killed := map[string][]int{}
+	for pid, p := range RunscProcesses(r.runscRoot()) {
+		if !match(p.Container) {
+			continue
+		}
+		r.log.InfoContext(ctx, "killing leftover runsc process", "pid", pid, "container", p.Container, "process", p.Argv0)
+		syscall.Kill(pid, syscall.SIGKILL)
+		killed[p.Container] = append(killed[p.Container], pid)
+	}
+	for _, pids := range killed {
+		waitGone(pids, 2*time.Second)
+	}
+	return killed
+}
+
+// RunscProcess is a process started with a runsc --root and --bundle: a
+// sandbox, a gofer, or a runsc command working on the container.
+type RunscProcess struct {
+	Container string // the last element of its --bundle directory
+	Argv0     string
+}
+
+// RunscProcesses maps the pid of every process (but this one) started
+// with --root=root and a --bundle to what it is. Tests use it to find
+// what a runtime left on the host.
+func RunscProcesses(root string) map[int]RunscProcess {
+	rootArg := "--root=" + root
+	ents, _ := os.ReadDir("/proc")
+	out := map[int]RunscProcess{}
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == os.Getpid() {
@@ -44,18 +70,11 @@ func (r *Runtime) killProcesses(ctx context.Context, match func(cid string) bool
 		if !slices.Contains(args, rootArg) {
 			continue
 		}
-		cid := bundleContainer(args)
-		if cid == "" || !match(cid) {
-			continue
+		if cid := bundleContainer(args); cid != "" {
+			out[pid] = RunscProcess{Container: cid, Argv0: args[0]}
 		}
-		r.log.InfoContext(ctx, "killing leftover runsc process", "pid", pid, "container", cid, "process", args[0])
-		syscall.Kill(pid, syscall.SIGKILL)
-		killed[cid] = append(killed[cid], pid)
 	}
-	for _, pids := range killed {
-		waitGone(pids, 2*time.Second)
-	}
-	return killed
+	return out
 }
 
 // bundleContainer returns the container a runsc command line is for: the
