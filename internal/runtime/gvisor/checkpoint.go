@@ -98,8 +98,7 @@ func (r *Runtime) prepareRestore(ctx context.Context, spec runtime.Spec, cl *cle
 		return handle{}, "", fmt.Errorf("create %s: %w", dir, err)
 	}
 	cl.add("remove sandbox dir", func(context.Context) error { return os.RemoveAll(dir) })
-	h := newHandle(spec, box.res, box.lease)
-	h.Container, h.Bundle = box.cid, box.dir
+	h := box.handle(spec)
 	// Saved before the restore, as for a fresh container: after a crash in
 	// between, the sandbox is known with its container, and removing it
 	// removes both.

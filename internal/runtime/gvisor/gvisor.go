@@ -230,19 +230,30 @@ func (r *Runtime) Delete(ctx context.Context, id string) error {
 		return err
 	}
 	ctx = context.WithoutCancel(ctx) // half a delete is worse than a slow one
-	r.destroy(ctx, h.cid())
-	if err := r.cfg.Net.Release(ctx, h.cid()); err != nil && !errdefs.IsNotFound(err) {
-		return err
-	}
-	if h.Bundle != "" {
-		if err := os.RemoveAll(h.Bundle); err != nil {
-			return fmt.Errorf("remove bundle of %s: %w", id, err)
-		}
+	if err := r.removeContainer(ctx, h.cid(), h.Bundle); err != nil {
+		return fmt.Errorf("delete %s: %w", id, err) // the handle stays for a retry
 	}
 	if err := os.RemoveAll(r.sandboxDir(id)); err != nil {
 		return fmt.Errorf("remove bundle of %s: %w", id, err)
 	}
 	return nil
+}
+
+// removeContainer removes runsc container cid with its cgroups, its
+// network and, if given, its bundle directory. It goes on past a failed
+// step and reports every failure.
+func (r *Runtime) removeContainer(ctx context.Context, cid, bundle string) error {
+	r.destroy(ctx, cid)
+	var errs []error
+	if err := r.cfg.Net.Release(ctx, cid); err != nil && !errdefs.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("release network of %s: %w", cid, err))
+	}
+	if bundle != "" {
+		if err := os.RemoveAll(bundle); err != nil {
+			errs = append(errs, fmt.Errorf("remove bundle of %s: %w", cid, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // destroy force-deletes runsc container id, if any, and its cgroups.
@@ -252,7 +263,8 @@ func (r *Runtime) destroy(ctx context.Context, id string) {
 	}
 	// A `runsc create` or `restore` that died (timeout, a killed daemon)
 	// before saving runsc's state leaves a sandbox and gofer runsc delete
-	// cannot see; they hold the cgroups too.
+	// cannot see (and, with --force, reports no error for); they hold the
+	// cgroups too.
 	r.killProcesses(ctx, func(cid string) bool { return cid == id })
 	r.removeCgroups(ctx, id)
 }

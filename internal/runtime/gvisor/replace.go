@@ -37,43 +37,40 @@ func (r *Runtime) Replace(ctx context.Context, spec runtime.Spec, imageDir strin
 			return runtime.Info{}, err
 		}
 	}
+	defer func() {
+		if err != nil { // the old container is untouched until the handle is saved
+			r.standby.discard(ctx, box)
+		}
+	}()
 	if err := r.standby.adopt(box); err != nil {
-		r.standby.discard(ctx, box)
 		return runtime.Info{}, err
 	}
 	if err := r.runDetached(ctx, r.cfg.Timeout, filepath.Join(box.dir, "runsc.log"),
 		"restore", "--detach", "--bundle="+box.dir, "--image-path="+imageDir, box.cid); err != nil {
-		r.standby.discard(ctx, box)
 		return runtime.Info{}, err
 	}
-	h := newHandle(spec, box.res, box.lease)
-	h.Container, h.Bundle = box.cid, box.dir
+	h := box.handle(spec)
 	if err := r.saveHandle(h); err != nil {
-		r.standby.discard(ctx, box)
 		return runtime.Info{}, err
 	}
 	r.bg.Add(1)
 	go func() {
 		defer r.bg.Done()
-		r.removeContainer(context.WithoutCancel(ctx), old)
+		r.removeReplaced(context.WithoutCancel(ctx), old)
 	}()
 	return startedInfo(h), nil
 }
 
-// removeContainer removes the container, network and bundle of an old
-// incarnation of a sandbox whose handle now names another container.
-func (r *Runtime) removeContainer(ctx context.Context, old handle) {
-	r.destroy(ctx, old.cid())
-	if err := r.cfg.Net.Release(ctx, old.cid()); err != nil && !errdefs.IsNotFound(err) {
-		r.log.WarnContext(ctx, "release network of replaced container", "id", old.cid(), "err", err)
+// removeReplaced removes the container of an old incarnation of a sandbox
+// whose handle now names another container. Its bundle, when it was the
+// sandbox's own directory, holds the new handle: only runsc's files go.
+func (r *Runtime) removeReplaced(ctx context.Context, old handle) {
+	if err := r.removeContainer(ctx, old.cid(), old.Bundle); err != nil {
+		r.log.WarnContext(ctx, "remove replaced container", "id", old.cid(), "err", err)
 	}
-	if old.Bundle != "" {
-		if err := os.RemoveAll(old.Bundle); err != nil {
-			r.log.WarnContext(ctx, "remove replaced bundle", "dir", old.Bundle, "err", err)
+	if old.Bundle == "" {
+		for _, f := range []string{"config.json", "runsc.log"} {
+			os.Remove(filepath.Join(r.sandboxDir(old.ID), f))
 		}
-		return
-	}
-	for _, f := range []string{"config.json", "runsc.log"} {
-		os.Remove(filepath.Join(r.sandboxDir(old.ID), f))
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/netns"
 	"github.com/forkbox/forkbox/internal/runtime"
 )
@@ -45,6 +44,13 @@ type standbyBox struct {
 	dir   string
 	lease netns.Lease
 	res   runtime.Resources
+}
+
+// handle describes sandbox spec restored into box.
+func (b standbyBox) handle(spec runtime.Spec) handle {
+	h := newHandle(spec, b.res, b.lease)
+	h.Container, h.Bundle = b.cid, b.dir
+	return h
 }
 
 // making is a container the filler is creating; done closes when it is in
@@ -313,12 +319,8 @@ func (s *standby) adopt(box standbyBox) error {
 // discard removes a standby container, its network and bundle.
 func (s *standby) discard(ctx context.Context, box standbyBox) {
 	ctx = context.WithoutCancel(ctx)
-	s.r.destroy(ctx, box.cid)
-	if err := s.r.cfg.Net.Release(ctx, box.cid); err != nil && !errdefs.IsNotFound(err) {
-		s.r.log.WarnContext(ctx, "release standby network", "id", box.cid, "err", err)
-	}
-	if err := os.RemoveAll(box.dir); err != nil {
-		s.r.log.WarnContext(ctx, "remove standby bundle", "dir", box.dir, "err", err)
+	if err := s.r.removeContainer(ctx, box.cid, box.dir); err != nil {
+		s.r.log.WarnContext(ctx, "remove standby container", "id", box.cid, "err", err)
 	}
 }
 
