@@ -75,9 +75,14 @@ func TestPauseAndConnect(t *testing.T) {
 	if !strings.Contains(string(data), "already paused") {
 		t.Errorf("second pause: %s", data)
 	}
+	// E2B's proxy body, as a 502: the SDKs' isRunning() reads only a 502
+	// as "not running".
 	resp, data = e.envdCall(id)
-	wantError(t, resp, data, http.StatusConflict)
-	if !strings.Contains(string(data), "paused") || !strings.Contains(string(data), "connect") {
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("data plane of a paused sandbox: %d %s", resp.StatusCode, data)
+	}
+	if got := decodeObject(t, data); got["sandboxId"] != id || got["message"] != "The sandbox is paused" ||
+		got["code"] != float64(http.StatusBadGateway) || got["canAutoResume"] != false {
 		t.Errorf("data plane of a paused sandbox: %s", data)
 	}
 	if got := e.listIDs("state=paused"); !slices.Equal(got, []string{id}) {

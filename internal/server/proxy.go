@@ -190,8 +190,7 @@ func reachable(sb *sandbox.Sandbox) error {
 	case sandbox.StateKilling, sandbox.StateKilled:
 		return fmt.Errorf("sandbox %s: %w", sb.ID, errdefs.ErrNotFound)
 	case sandbox.StatePausing, sandbox.StatePaused:
-		return fmt.Errorf("sandbox %s is paused: resume it (connect) before using it, or create it with autoResume: %w",
-			sb.ID, errdefs.ErrConflict)
+		return pausedError(sb)
 	default:
 		return fmt.Errorf("sandbox %s is %s, not running: retry once it is running: %w",
 			sb.ID, sb.State, errdefs.ErrConflict)
@@ -234,8 +233,8 @@ func (d *dataPlane) proxyError(w http.ResponseWriter, r *http.Request, err error
 	d.s.log.Info("data plane cannot reach sandbox", "sandbox", t.id, "port", t.port, "err", err)
 	if errors.Is(err, errdefs.ErrConflict) {
 		// Manager.Dial: paused (or being paused) since serve looked.
-		err = fmt.Errorf("sandbox %s is not running (it is paused or being paused): resume it (connect) before using it: %w",
-			t.id, errdefs.ErrConflict)
+		err = fmt.Errorf("sandbox %s is not running (it is paused or being paused): resume it (connect) before using it: %w %w",
+			t.id, errPaused, errdefs.ErrConflict)
 	}
 	d.fail(w, t, err)
 }
@@ -272,10 +271,12 @@ type portClosedBody struct {
 	Code      int    `json:"code"`
 }
 
-// fail answers a data-plane error: a gone sandbox is a 502 with E2B's
-// body, a sandbox that is not running a 409, a dial failure a 502.
+// fail answers a data-plane error: a gone or paused sandbox is a 502 with
+// E2B's body, one that is otherwise not running a 409, a dial failure a 502.
 func (d *dataPlane) fail(w http.ResponseWriter, t target, err error) {
 	switch {
+	case errors.Is(err, errPaused):
+		writePaused(w, t.id, false)
 	case errors.Is(err, errdefs.ErrNotFound):
 		writeJSON(w, http.StatusBadGateway, notFoundBody{
 			Message: "The sandbox was not found", SandboxID: t.id, Code: http.StatusBadGateway,
