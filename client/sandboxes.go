@@ -139,6 +139,13 @@ type ListOptions struct {
 	Limit int
 	// NextToken continues a previous listing.
 	NextToken string
+	// Order is "asc" (oldest first) or "desc" (newest first, the server's
+	// default) by start time.
+	Order string
+	// StartedAfter keeps only sandboxes started at or after it.
+	StartedAfter time.Time
+	// Template keeps only sandboxes of this template (an id or a name).
+	Template string
 }
 
 // ListSandboxes lists sandboxes (GET /v2/sandboxes). It returns one page and
@@ -162,6 +169,7 @@ func (c *Client) ListSandboxes(ctx context.Context, o ListOptions) ([]SandboxInf
 	if o.NextToken != "" {
 		q.Set("nextToken", o.NextToken)
 	}
+	setListOrder(q, o)
 	var list []SandboxInfo
 	h, err := c.do(ctx, call{method: http.MethodGet, path: "/v2/sandboxes", query: q, out: &list})
 	if err != nil {

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,15 +16,19 @@ func (a *app) sandboxListCmd() *cobra.Command {
 		states   string
 		metadata []string
 		all      bool
+		after    string
 	)
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List sandboxes",
-		Long: `List running and paused sandboxes, newest page first. Without --all one page
-is printed and the token of the next one is reported on stderr.`,
+		Long: `List running and paused sandboxes, newest first (--order asc: oldest first).
+Without --all one page is printed and the token of the next one is reported on
+stderr; pages are positions, so sandboxes created or killed meanwhile do not
+shift them.`,
 		Example: `  forkbox sandbox list
   forkbox sandbox list --state paused --metadata owner=me
+  forkbox sandbox list --template base --started-after 2026-01-02T15:04:05Z
   forkbox sandbox list --all --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -33,6 +38,11 @@ is printed and the token of the next one is reported on stderr.`,
 			}
 			if states != "" {
 				o.State = strings.Split(states, ",")
+			}
+			if after != "" {
+				if o.StartedAfter, err = time.Parse(time.RFC3339Nano, after); err != nil {
+					return fmt.Errorf("--started-after must be an RFC 3339 time: %w", err)
+				}
 			}
 			c := a.client()
 			var list []client.SandboxInfo
@@ -63,6 +73,9 @@ is printed and the token of the next one is reported on stderr.`,
 	f.IntVar(&o.Limit, "limit", 0, "page size (server maximum 100)")
 	f.StringVar(&o.NextToken, "next-token", "", "continue a previous listing")
 	f.BoolVar(&all, "all", false, "follow every page")
+	f.StringVar(&o.Order, "order", "", "asc (oldest first) or desc (newest first, the default)")
+	f.StringVar(&o.Template, "template", "", "keep sandboxes of this template (id or name)")
+	f.StringVar(&after, "started-after", "", "keep sandboxes started at or after this RFC 3339 `time`")
 	return cmd
 }
 

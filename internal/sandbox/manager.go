@@ -212,9 +212,12 @@ type ListFilter struct {
 	// Limit caps the page (0: no cap); NextToken continues a listing.
 	Limit     int
 	NextToken string
+	// The filters and order of list.go (GET /v2/sandboxes).
+	ListOrder
 }
 
-// List returns live sandboxes in creation order and the next page's token.
+// List returns live sandboxes in creation order (newest first with
+// ListOrder.Desc) and the next page's token.
 func (m *Manager) List(ctx context.Context, f ListFilter) ([]*Sandbox, string, error) {
 	var states []string
 	for _, s := range f.States {
@@ -230,9 +233,11 @@ func (m *Manager) List(ctx context.Context, f ListFilter) ([]*Sandbox, string, e
 	if len(states) == 0 {
 		states = liveStates()
 	}
-	recs, next, err := m.st.ListSandboxes(ctx, store.SandboxFilter{
-		States: states, Metadata: f.Metadata, Limit: f.Limit, NextToken: f.NextToken,
-	})
+	sf := store.SandboxFilter{States: states, Metadata: f.Metadata, Limit: f.Limit, NextToken: f.NextToken}
+	if err := m.applyListOrder(ctx, f.ListOrder, &sf); err != nil {
+		return nil, "", err
+	}
+	recs, next, err := m.st.ListSandboxes(ctx, sf)
 	if err != nil {
 		return nil, "", err
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -309,6 +310,7 @@ func TestListV2Paging(t *testing.T) {
 	if len(list) != len(group) {
 		t.Fatalf("metadata filter: %s", data)
 	}
+	slices.Reverse(group) // newest first by default
 	for i, sb := range list {
 		if sb["sandboxID"] != group[i] {
 			t.Errorf("metadata filter [%d] = %v, want %s", i, sb["sandboxID"], group[i])

@@ -239,7 +239,9 @@ func TestSnapshots(t *testing.T) {
 		})
 	}
 
-	// Paging over more than one page, following X-Next-Token.
+	// Paging over more than one page, following X-Next-Token; newest first.
+	newest := slices.Clone(all)
+	slices.Reverse(newest)
 	var seen []string
 	pages := 0
 	q := url.Values{"limit": {"3"}}
@@ -259,16 +261,18 @@ func TestSnapshots(t *testing.T) {
 		}
 		q.Set("nextToken", next)
 	}
-	if pages != 2 || !slices.Equal(seen, all) {
-		t.Errorf("%d pages: %v, want %v", pages, seen, all)
+	if pages != 2 || !slices.Equal(seen, newest) {
+		t.Errorf("%d pages: %v, want %v", pages, seen, newest)
 	}
 
 	for _, tc := range []struct {
 		query string
 		want  []string
 	}{
-		{"sandboxID=" + a, all[:3]},
-		{"sandboxID=" + b, all[3:]},
+		{"sandboxID=" + a, newest[1:]},
+		{"sandboxID=" + b, newest[:1]},
+		{"name=snap-a:default", all[:1]},
+		{"name=snap-a:v1", nil},
 		{"sandboxID=nosuch", nil},
 		{"name=snap-a", all[:1]},
 		{"name=" + all[1], all[1:2]},

@@ -97,8 +97,10 @@ func (s *Server) listV1(w http.ResponseWriter, r *http.Request) {
 	writeListed(w, sbs)
 }
 
-// listV2 is GET /v2/sandboxes: paginated, filtered by state and metadata;
-// the next page's token is sent in the X-Next-Token header.
+// listV2 is GET /v2/sandboxes: paginated (newest first unless order=asc),
+// filtered by state, metadata, template and start time; the next page's
+// token is sent in the X-Next-Token header, the number of running
+// sandboxes in X-Total-Running.
 func (s *Server) listV2(w http.ResponseWriter, r *http.Request) {
 	f, err := parseListFilter(r.URL.Query())
 	if err != nil {
@@ -112,6 +114,10 @@ func (s *Server) listV2(w http.ResponseWriter, r *http.Request) {
 	}
 	if next != "" {
 		w.Header().Set("X-Next-Token", next)
+	}
+	if err := s.setTotalRunning(r.Context(), w.Header()); err != nil {
+		writeError(w, err)
+		return
 	}
 	writeListed(w, sbs)
 }
@@ -131,13 +137,18 @@ const (
 )
 
 // parseListFilter reads the v2 listing's query: metadata, state (comma
-// separated or repeated), limit (1..100, default 100) and nextToken.
+// separated or repeated), limit (1..100, default 100), nextToken and
+// those of parseListOrder.
 func parseListFilter(q url.Values) (sandbox.ListFilter, error) {
 	md, err := parseMetadataQuery(q.Get("metadata"))
 	if err != nil {
 		return sandbox.ListFilter{}, err
 	}
-	f := sandbox.ListFilter{Metadata: md, Limit: defaultPageSize, NextToken: q.Get("nextToken")}
+	order, err := parseListOrder(q)
+	if err != nil {
+		return sandbox.ListFilter{}, err
+	}
+	f := sandbox.ListFilter{Metadata: md, Limit: defaultPageSize, NextToken: q.Get("nextToken"), ListOrder: order}
 	for _, v := range q["state"] {
 		for st := range strings.SplitSeq(v, ",") {
 			switch st = strings.TrimSpace(st); st {

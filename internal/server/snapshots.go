@@ -79,9 +79,9 @@ func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request) {
 }
 
 // listSnapshots is GET /snapshots?sandboxID&name&limit&nextToken: an
-// array of SnapshotInfo, oldest first; the next page's token is sent in
+// array of SnapshotInfo, newest first; the next page's token is sent in
 // X-Next-Token (absent on the last page). name matches a snapshot's name
-// or its id.
+// or its id, optionally with a :tag (sandbox.SnapshotFilter).
 func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request) {
 	f, err := parseSnapshotFilter(r.URL.Query())
 	if err != nil {
@@ -92,13 +92,6 @@ func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeError(w, err)
 		return
-	}
-	if len(snaps) == 0 && f.Name != "" && f.NextToken == "" {
-		// Not a name: the spec's filter also accepts a snapshot id.
-		if t, err := s.st.GetTemplate(r.Context(), f.Name); err == nil && t.ID == f.Name &&
-			t.Kind == store.KindSnapshot && (f.SandboxID == "" || t.SourceSandboxID == f.SandboxID) {
-			snaps = []*store.Template{t}
-		}
 	}
 	if next != "" {
 		w.Header().Set("X-Next-Token", next)

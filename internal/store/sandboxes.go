@@ -2,15 +2,9 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
-
-	"github.com/forkbox/forkbox/internal/errdefs"
 )
 
 // Sandbox is the persisted record of one sandbox. The daemon's state machine
@@ -122,95 +116,4 @@ func decodeSandbox(data string) (*Sandbox, error) {
 		return nil, fmt.Errorf("decode sandbox: %w", err)
 	}
 	return &sb, nil
-}
-
-// SandboxFilter selects sandboxes for ListSandboxes. Zero values select all.
-type SandboxFilter struct {
-	// States keeps only sandboxes in one of these states.
-	States []string
-	// Metadata keeps only sandboxes whose metadata has every pair.
-	Metadata map[string]string
-	// Limit caps the page size (0: no cap).
-	Limit int
-	// NextToken continues a listing where the previous page ended.
-	NextToken string
-}
-
-// ListSandboxes returns sandboxes in creation order and the token of the next
-// page ("" on the last page).
-func (s *Store) ListSandboxes(ctx context.Context, f SandboxFilter) ([]*Sandbox, string, error) {
-	after, err := decodeToken(f.NextToken)
-	if err != nil {
-		return nil, "", err
-	}
-	q := `SELECT seq, data FROM sandboxes WHERE seq > ?`
-	args := []any{after}
-	if len(f.States) > 0 {
-		q += ` AND state IN (?` + strings.Repeat(",?", len(f.States)-1) + `)`
-		for _, st := range f.States {
-			args = append(args, st)
-		}
-	}
-	q += ` ORDER BY seq`
-	rows, err := s.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, "", fmt.Errorf("list sandboxes: %w", err)
-	}
-	defer rows.Close()
-	return collectPage(rows, f)
-}
-
-func collectPage(rows *sql.Rows, f SandboxFilter) ([]*Sandbox, string, error) {
-	var out []*Sandbox
-	var lastSeq int64
-	for rows.Next() {
-		var seq int64
-		var data string
-		if err := rows.Scan(&seq, &data); err != nil {
-			return nil, "", err
-		}
-		sb, err := decodeSandbox(data)
-		if err != nil {
-			return nil, "", err
-		}
-		if !matchMetadata(sb.Metadata, f.Metadata) {
-			continue
-		}
-		if f.Limit > 0 && len(out) == f.Limit {
-			// There is at least one more match: the page is full.
-			return out, encodeToken(lastSeq), rows.Err()
-		}
-		out = append(out, sb)
-		lastSeq = seq
-	}
-	return out, "", rows.Err()
-}
-
-func matchMetadata(have, want map[string]string) bool {
-	for k, v := range want {
-		if got, ok := have[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
-}
-
-// Page tokens are opaque to clients; they hide a sequence number.
-func encodeToken(seq int64) string {
-	return base64.RawURLEncoding.EncodeToString([]byte("s" + strconv.FormatInt(seq, 10)))
-}
-
-func decodeToken(tok string) (int64, error) {
-	if tok == "" {
-		return 0, nil
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(tok)
-	if err != nil || len(raw) < 2 || raw[0] != 's' {
-		return 0, fmt.Errorf("bad nextToken: %w", errdefs.ErrInvalidArgument)
-	}
-	seq, err := strconv.ParseInt(string(raw[1:]), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("bad nextToken: %w", errdefs.ErrInvalidArgument)
-	}
-	return seq, nil
 }

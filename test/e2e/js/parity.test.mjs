@@ -40,3 +40,67 @@ test('isRunning() is false after pause() and true after connect()', { timeout: 1
   assert.equal(await sbx.isRunning(), true)
   await kill(sbx)
 })
+
+// Every page of a listing, following the paginator.
+async function listAll(opts) {
+  const out = []
+  const pager = Sandbox.list(opts)
+  while (pager.hasNext) out.push(...(await pager.nextItems()))
+  return out
+}
+
+test('Sandbox.list: newest first, order, filters, pagination across pages', { timeout: 120_000 }, async () => {
+  const tag = `list-${Date.now()}`
+  const boxes = []
+  for (let i = 0; i < 3; i++) boxes.push(await make({ metadata: { suite: tag, i: String(i) } }))
+  const ids = boxes.map((b) => b.sandboxId)
+  const newest = [...ids].reverse()
+  const query = { metadata: { suite: tag } }
+
+  const byDefault = await listAll({ query, limit: 1 })
+  assert.deepEqual(byDefault.map((s) => s.sandboxId), newest, 'newest first, one per page')
+  const asc = await listAll({ query, limit: 2, order: 'asc' })
+  assert.deepEqual(asc.map((s) => s.sandboxId), ids, 'order asc')
+
+  const second = byDefault.find((s) => s.sandboxId === ids[1])
+  const after = await listAll({ query: { ...query, startedAfter: second.startedAt }, order: 'asc' })
+  assert.deepEqual(after.map((s) => s.sandboxId), ids.slice(1), 'startedAfter is inclusive')
+  assert.equal((await listAll({ query: { ...query, template: 'base' } })).length, 3, 'template by name')
+  assert.deepEqual(await listAll({ query: { ...query, template: 'no-such-template' } }), [], 'unknown template')
+  assert.deepEqual((await listAll({ query: { metadata: { suite: tag, i: '2' } } })).map((s) => s.sandboxId), [ids[2]])
+
+  await boxes[0].pause()
+  const paused = await listAll({ query: { ...query, state: ['paused'] } })
+  assert.deepEqual(paused.map((s) => s.sandboxId), [ids[0]], 'state filter')
+
+  // Stable while sandboxes come and go: kill the last page's sandbox and
+  // create a new one after the first page; nothing repeats or is skipped.
+  const pager = Sandbox.list({ query, limit: 1 })
+  const seen = (await pager.nextItems()).map((s) => s.sandboxId)
+  await kill(boxes[1])
+  await make({ metadata: { suite: tag, i: '3' } })
+  while (pager.hasNext) seen.push(...(await pager.nextItems()).map((s) => s.sandboxId))
+  assert.deepEqual(seen, [ids[2], ids[0]], 'pages are positions, not offsets')
+
+  const res = await fetch(`${process.env.E2B_API_URL}/v2/sandboxes?limit=1`, { headers: { 'X-API-Key': process.env.E2B_API_KEY } })
+  assert.ok(Number(res.headers.get('X-Total-Running')) >= 2, `X-Total-Running ${res.headers.get('X-Total-Running')}`)
+  for (const id of [...created]) await Sandbox.kill(id)
+  created.clear()
+})
+
+test('Sandbox.listSnapshots: newest first, name and sandbox filters, pages', { timeout: 120_000 }, async () => {
+  const sbx = await make()
+  const name = `parity-snap-${Date.now()}`
+  const snaps = []
+  for (let i = 0; i < 3; i++) snaps.push((await sbx.createSnapshot(i === 0 ? { name } : {})).snapshotId)
+  const all = []
+  const pager = Sandbox.listSnapshots({ sandboxId: sbx.sandboxId, limit: 1 })
+  while (pager.hasNext) all.push(...(await pager.nextItems()))
+  assert.deepEqual(all.map((s) => s.snapshotId), [...snaps].reverse())
+  for (const n of [name, `${name}:default`, snaps[0]]) {
+    const got = await Sandbox.listSnapshots({ name: n }).nextItems()
+    assert.deepEqual(got.map((s) => s.snapshotId), [snaps[0]], `name ${n}`)
+  }
+  for (const id of snaps) await Sandbox.deleteSnapshot(id)
+  await kill(sbx)
+})
