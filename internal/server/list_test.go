@@ -1,9 +1,11 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -135,4 +137,38 @@ func TestSnapshotsStablePaging(t *testing.T) {
 	if !slices.Equal(seen, snaps) {
 		t.Errorf("seen %v, want %v", seen, snaps)
 	}
+}
+
+func TestMetricsRange(t *testing.T) {
+	e := newEnv(t)
+	id := e.create(nil)["sandboxID"].(string)
+	now := time.Now().Unix()
+	for _, tc := range []struct {
+		name  string
+		query string
+		want  int
+	}{
+		{"no range", "", 1},
+		{"around now", fmt.Sprintf("start=%d&end=%d", now-5, now+5), 1},
+		{"open end", fmt.Sprintf("start=%d", now-5), 1},
+		{"before the sandbox existed", fmt.Sprintf("start=%d&end=%d", now-3600, now-600), 0},
+		{"in the future", fmt.Sprintf("start=%d", now+600), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, data := e.call("GET", "/sandboxes/"+id+"/metrics?"+tc.query, nil)
+			if resp.StatusCode != http.StatusOK || len(decodeArray(t, data)) != tc.want {
+				t.Errorf("%d %s, want %d readings", resp.StatusCode, data, tc.want)
+			}
+		})
+	}
+	for _, bad := range []string{"start=x", "end=-1", fmt.Sprintf("start=%d&end=%d", now, now-1)} {
+		resp, data := e.call("GET", "/sandboxes/"+id+"/metrics?"+bad, nil)
+		wantError(t, resp, data, http.StatusBadRequest)
+	}
+	ids := []string{id}
+	for range 100 {
+		ids = append(ids, "x")
+	}
+	resp, data := e.call("GET", "/sandboxes/metrics?sandbox_ids="+strings.Join(ids, ","), nil)
+	wantError(t, resp, data, http.StatusBadRequest)
 }

@@ -5,18 +5,41 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
 )
 
-// metrics is GET /sandboxes/{id}/metrics: the current reading as a
-// one-element array (empty while the sandbox is not running). The start
-// and end query parameters are accepted; forkbox keeps no history yet.
+// metrics is GET /sandboxes/{id}/metrics?start&end (Unix seconds): the
+// readings inside the range (metricsRange). forkbox keeps no history of
+// readings: the current one is answered when now is inside the range, so
+// a range before the sandbox existed (or one ended) is an empty array.
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
-	out, err := s.readMetrics(r.Context(), r.PathValue("id"))
+	rg, err := parseMetricsRange(r.URL.Query())
 	if err != nil {
 		writeError(w, err)
 		return
+	}
+	id := r.PathValue("id")
+	sb, err := s.mgr.Get(r.Context(), id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := []metricJSON{}
+	if !rg.overlaps(sb.StartedAt, time.Now()) {
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	ms, err := s.readMetrics(r.Context(), id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	for _, m := range ms {
+		if rg.contains(m.TimestampUnix) {
+			out = append(out, m)
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
