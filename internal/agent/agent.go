@@ -60,6 +60,8 @@ type Agent struct {
 	cpu     cpuTracker
 	handler http.Handler
 	started time.Time
+	// events are what GET /events hands the daemon for the sandbox's log.
+	events *eventRing
 }
 
 // New builds an Agent from cfg. The first Agent in a process starts the
@@ -69,8 +71,10 @@ func New(cfg Config) *Agent {
 	if log == nil {
 		log = slog.Default()
 	}
+	events := &eventRing{}
 	a := &Agent{
-		log:     log,
+		log:     slog.New(warnTee{log.Handler(), events}),
+		events:  events,
 		state:   newInitState(cfg),
 		procs:   newProcessTable(),
 		reaper:  sharedReaper(),
@@ -93,6 +97,7 @@ func (a *Agent) buildHandler() http.Handler {
 	mux.HandleFunc("POST /init", a.handleInit)
 	mux.HandleFunc("GET /envs", a.handleEnvs)
 	mux.HandleFunc("GET /metrics", a.handleMetrics)
+	mux.HandleFunc("GET /events", a.handleEvents)
 	mux.HandleFunc("GET /files", a.handleDownload)
 	mux.HandleFunc("POST /files", a.handleUpload)
 	return a.withCORS(a.withAuth(mux))

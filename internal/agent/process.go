@@ -45,7 +45,7 @@ type managedProc struct {
 	onStart func()
 	// onEnd runs after the end event is published (removes the process
 	// from the table).
-	onEnd func()
+	onEnd func(*pb.ProcessEvent_EndEvent)
 }
 
 // spawn describes a process ready to be started.
@@ -217,9 +217,10 @@ func (p *managedProc) run(status <-chan syscall.WaitStatus, rd readers, timeout 
 		f.Close()
 	}
 	_ = p.CloseStdin()
-	p.events.finish(&pb.ProcessEvent{Event: &pb.ProcessEvent_End{End: endEvent(ws)}})
+	end := endEvent(ws)
+	p.events.finish(&pb.ProcessEvent{Event: &pb.ProcessEvent_End{End: end}})
 	if p.onEnd != nil {
-		p.onEnd()
+		p.onEnd(end)
 	}
 }
 

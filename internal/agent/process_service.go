@@ -36,8 +36,11 @@ func (s *processService) Start(ctx context.Context, req *connect.Request[pb.Star
 		return connect.NewError(connect.CodeInvalidArgument, err)
 	}
 	p := &managedProc{tag: req.Msg.Tag, config: req.Msg.GetProcess(), events: newBroadcaster()}
-	p.onStart = func() { s.a.procs.add(p) }
-	p.onEnd = func() { s.a.procs.remove(p) }
+	p.onStart = func() { s.a.procs.add(p); s.a.processStarted(p) }
+	p.onEnd = func(end *pb.ProcessEvent_EndEvent) {
+		s.a.procs.remove(p)
+		s.a.processEnded(p, end.GetExitCode(), end.GetStatus())
+	}
 	// Subscribe before starting so not a byte of early output is missed.
 	sub := p.events.subscribe()
 	defer sub.unsubscribe()

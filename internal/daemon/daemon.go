@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/forkbox/forkbox/internal/eventlog"
 	"github.com/forkbox/forkbox/internal/runtime/gvisor"
 	"github.com/forkbox/forkbox/internal/sandbox"
 	"github.com/forkbox/forkbox/internal/server"
@@ -86,8 +87,12 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer closeRuntime(context.WithoutCancel(ctx))
+	events, err := eventlog.Open(filepath.Join(o.DataDir, "events"), 0)
+	if err != nil {
+		return err
+	}
 	mgr, err := sandbox.New(sandbox.Config{
-		Runtime: rt, Store: st, Logger: log,
+		Runtime: rt, Store: st, Logger: log, Events: events,
 		DefaultTimeout: o.DefaultTimeout, SweepInterval: o.SweepInterval,
 		AgentArgs: []string{template.AgentInRootFS}, ClientID: hostname(),
 		ImageDir: filepath.Join(o.DataDir, "images"),

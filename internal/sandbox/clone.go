@@ -65,6 +65,7 @@ func (m *Manager) Clone(ctx context.Context, id string, o CloneOptions) (*CloneR
 	if res.failed() == o.Count {
 		m.dropSnapshot(ctx, snap)
 	}
+	m.log.Info("sandbox cloned", "sandbox", id, "copies", o.Count-res.failed(), "failed", res.failed(), "snapshot", snap.ID)
 	return res, nil
 }
 
@@ -137,6 +138,7 @@ func (m *Manager) restoreCopy(ctx context.Context, src store.Sandbox, snap *stor
 		e.rec.StartedAt = m.now()
 		e.rec.EndAt = e.rec.StartedAt.Add(ttl)
 	})
+	m.log.Info("sandbox created as a clone", "sandbox", rec.ID, "source", src.ID, "snapshot", snap.ID)
 	return m.Get(ctx, rec.ID)
 }
 

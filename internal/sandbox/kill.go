@@ -68,6 +68,9 @@ func (m *Manager) destroy(ctx context.Context, e *entry) error {
 	}
 	m.release(ctx, e, StateKilled, func(e *entry) { e.rec.ImageDir = "" })
 	m.log.Info("sandbox killed", "sandbox", id)
+	if err := m.cfg.Events.Remove(id); err != nil {
+		m.log.Error("remove event log", "id", id, "err", err)
+	}
 	// The sandbox may have been the last user of a clone's snapshot.
 	m.collectSnapshot(ctx, e.rec.TemplateID)
 	return nil

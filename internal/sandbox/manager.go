@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/eventlog"
 	"github.com/forkbox/forkbox/internal/runtime"
 	"github.com/forkbox/forkbox/internal/store"
 )
@@ -60,6 +61,9 @@ type Config struct {
 	// of time, so creating one is a hand-over (0: no pool).
 	PoolSize      int
 	PoolTemplates []string
+	// Events keeps every sandbox's event log (events.go); nil keeps it in
+	// memory only.
+	Events *eventlog.Log
 }
 
 // Manager owns the sandboxes of this host. It is safe for concurrent use.
@@ -113,6 +117,9 @@ func New(cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("sandbox manager needs a runtime and a store: %w", errdefs.ErrInvalidArgument)
 	}
 	setDefaults(&cfg)
+	if err := withEventLog(&cfg); err != nil {
+		return nil, err
+	}
 	m := &Manager{
 		cfg:   cfg,
 		log:   cfg.Logger,

@@ -371,21 +371,6 @@ func TestMetrics(t *testing.T) {
 	wantError(t, resp, data, http.StatusBadRequest)
 }
 
-func TestLogs(t *testing.T) {
-	e := newEnv(t)
-	id := e.create(nil)["sandboxID"].(string)
-	_, data := e.call("GET", "/sandboxes/"+id+"/logs", nil)
-	if string(data) != `{"logEntries":[],"logs":[]}`+"\n" {
-		t.Errorf("v1 logs: %s", data)
-	}
-	_, data = e.call("GET", "/v2/sandboxes/"+id+"/logs?limit=10", nil)
-	if string(data) != `{"logs":[]}`+"\n" {
-		t.Errorf("v2 logs: %s", data)
-	}
-	resp, data := e.call("GET", "/sandboxes/nosuch/logs", nil)
-	wantError(t, resp, data, http.StatusNotFound)
-}
-
 func TestNotImplementedAndUnknownRoutes(t *testing.T) {
 	e := newEnv(t)
 	id := e.create(nil)["sandboxID"].(string)

@@ -93,23 +93,3 @@ func (s *Server) metricsMany(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"sandboxes": out})
 }
-
-// logsV1 is GET /sandboxes/{id}/logs: {logs, logEntries}. The agent's
-// log stream is not collected yet, so both are empty.
-func (s *Server) logsV1(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.mgr.Get(r.Context(), r.PathValue("id")); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string][]any{"logs": {}, "logEntries": {}})
-}
-
-// logsV2 is GET /v2/sandboxes/{id}/logs: {logs: [{timestamp, level,
-// message, fields}]}, empty for now.
-func (s *Server) logsV2(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.mgr.Get(r.Context(), r.PathValue("id")); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string][]any{"logs": {}})
-}

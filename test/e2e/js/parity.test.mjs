@@ -104,3 +104,60 @@ test('Sandbox.listSnapshots: newest first, name and sandbox filters, pages', { t
   for (const id of snaps) await Sandbox.deleteSnapshot(id)
   await kill(sbx)
 })
+
+test('getMetrics: a range before the sandbox existed is empty; now is not', { timeout: 60_000 }, async () => {
+  const sbx = await make()
+  const before = await sbx.getMetrics({ start: new Date(Date.now() - 3_600_000), end: new Date(Date.now() - 600_000) })
+  assert.deepEqual(before, [])
+  const now = await waitFor('a metric reading', async () => {
+    const ms = await sbx.getMetrics({ start: new Date(Date.now() - 60_000), end: new Date(Date.now() + 60_000) })
+    return ms.length > 0 && ms
+  }, 10_000, 500)
+  assert.ok(now[0].memTotal > 0 && now[0].cpuCount > 0, JSON.stringify(now[0]))
+  await kill(sbx)
+})
+
+// The SDK's own API client (the one its Sandbox class uses) for the logs
+// routes, which the SDK has no method for yet.
+async function logs(path, query) {
+  const { ApiClient, ConnectionConfig } = await import('e2b')
+  const res = await new ApiClient(new ConnectionConfig()).api.GET(path, { params: { query, path: {} } })
+  assert.equal(res.response.status, 200, JSON.stringify(res.error))
+  return res.data
+}
+
+test('logs show a command exit and a pause/resume, in both routes', { timeout: 120_000 }, async () => {
+  const sbx = await make()
+  await sbx.commands.run('echo hi && exit 3').catch(() => {})
+  await sbx.pause()
+  await sbx.connect()
+  const id = sbx.sandboxId
+  const v2 = await waitFor('the resume in the logs', async () => {
+    const d = await logs(`/v2/sandboxes/${id}/logs`, {})
+    return d.logs.some((l) => l.message === 'sandbox resumed') && d
+  })
+  const msgs = v2.logs.map((l) => l.message)
+  const exit = v2.logs.find((l) => l.fields.exitCode === '3')
+  assert.ok(exit, `an exit with code 3 in ${JSON.stringify(msgs)}`)
+  assert.equal(exit.level, 'warn')
+  assert.match(exit.message, /exit 3/)
+  for (const m of ['sandbox created', 'sandbox paused', 'sandbox resumed']) assert.ok(msgs.includes(m), `${m} in ${msgs}`)
+  assert.ok(msgs.indexOf('sandbox paused') < msgs.indexOf('sandbox resumed'))
+  assert.ok(msgs.findIndex((m) => m.startsWith('process exited')) < msgs.indexOf('sandbox paused'), 'the exit is logged before the pause')
+
+  const warn = await logs(`/v2/sandboxes/${id}/logs`, { level: 'warn' })
+  assert.ok(warn.logs.length >= 1 && warn.logs.every((l) => l.level === 'warn' || l.level === 'error'))
+  const back = await logs(`/v2/sandboxes/${id}/logs`, { direction: 'backward', limit: 1 })
+  assert.equal(back.logs.length, 1)
+  assert.equal(back.logs[0].message, v2.logs.at(-1).message)
+  const found = await logs(`/v2/sandboxes/${id}/logs`, { search: 'sandbox paused' })
+  assert.deepEqual(found.logs.map((l) => l.message), ['sandbox paused'])
+
+  const v1 = await logs(`/sandboxes/${id}/logs`, { start: 0, limit: 1000 })
+  assert.equal(v1.logs.length, v2.logs.length)
+  const line = JSON.parse(v1.logs[0].line)
+  assert.equal(line.level, 'info')
+  assert.equal(line.logger, 'forkbox.lifecycle')
+  assert.equal(line.message, 'sandbox created')
+  await kill(sbx)
+})
