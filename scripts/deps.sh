@@ -14,6 +14,8 @@ command -v npm >/dev/null || need+=(npm)
 /usr/bin/python3 -c 'import matplotlib, pandas, numpy' 2>/dev/null ||
 	need+=(python3-matplotlib python3-pandas python3-numpy)
 command -v pgrep >/dev/null || need+=(procps)
+# internal/oci builds a static busybox image (no libc, no bash) for its tests.
+dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
 if [ ${#need[@]} -gt 0 ]; then
 	echo ">> apt-get install ${need[*]}"
 	export DEBIAN_FRONTEND=noninteractive
