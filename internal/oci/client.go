@@ -80,6 +80,7 @@ func New(opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	cleanStaleRootfs(opts.CacheDir)
 	c := &Client{opts: opts, store: store, mirrors: map[string]mirror{}, insecure: map[string]bool{}}
 	for _, h := range opts.Insecure {
 		c.insecure[normaliseHost(h)] = true

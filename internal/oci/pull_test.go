@@ -308,3 +308,55 @@ func TestPullVerifiesContent(t *testing.T) {
 		t.Error("the damaged blob is still in the store")
 	}
 }
+
+// TestRootfsUnpacksOnce: the rootfs of an image is unpacked once and
+// shared, also by callers asking at the same time.
+func TestRootfsUnpacksOnce(t *testing.T) {
+	reg := newRegistry(t, "", "")
+	ref := reg.push(t, "app:1", image(t, v1.Config{}, compression.GZip, layerTar(t, file("etc/app.conf", "v1"))))
+	cache := t.TempDir()
+	c := newClient(t, Options{CacheDir: cache})
+	img, err := c.Pull(context.Background(), ref, PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 4
+	paths := make(chan string, n)
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			p, err := c.Rootfs(context.Background(), img)
+			paths <- p
+			errs <- err
+		}()
+	}
+	first := ""
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		p := <-paths
+		if first == "" {
+			first = p
+		}
+		if p != first {
+			t.Errorf("rootfs at %s and %s", p, first)
+		}
+	}
+	if got := readFile(t, filepath.Join(first, "etc/app.conf")); got != "v1" {
+		t.Errorf("app.conf = %q", got)
+	}
+	marker := filepath.Join(first, "marker")
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := c.Rootfs(context.Background(), img); err != nil || p != first || !exists(marker) {
+		t.Errorf("second call: %s, %v (marker kept: %v)", p, err, exists(marker))
+	}
+	if ents, _ := os.ReadDir(filepath.Join(cache, "rootfs/tmp")); len(ents) != 0 {
+		t.Errorf("scratch unpacks left: %d", len(ents))
+	}
+	if _, err := c.Rootfs(context.Background(), &Image{Ref: "x", Digest: "sha256:../../etc"}); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Errorf("bad digest: err = %v", err)
+	}
+}
