@@ -339,3 +339,29 @@ func TestApplyBadTar(t *testing.T) {
 		t.Error("an entry under a regular file was accepted")
 	}
 }
+
+// TestApplyEdgeCases: long (PAX) names, a hard link to a symlink, a
+// directory replacing a symlink of a lower layer, and parents reached
+// through a lower layer's relative directory symlink (merged /usr).
+func TestApplyEdgeCases(t *testing.T) {
+	root := t.TempDir()
+	long := strings.Repeat("d", 120) + "/" + strings.Repeat("f", 150)
+	mustApply(t, root, dir("usr/lib"), symlink("lib", "usr/lib"), symlink("target-link", "usr/lib"),
+		file(long, "long"), hardlink("hl-to-symlink", "target-link"), symlink("was-link-dir", "usr"))
+	mustApply(t, root, file("lib/x86_64/libc.so", "elf"), dir("was-link-dir"), file("was-link-dir/f", "f"))
+	if got := readFile(t, filepath.Join(root, long)); got != "long" {
+		t.Errorf("long name: %q", got)
+	}
+	if l, err := os.Readlink(filepath.Join(root, "hl-to-symlink")); err != nil || l != "usr/lib" {
+		t.Errorf("hard link to a symlink reads %q, %v", l, err)
+	}
+	if got := readFile(t, filepath.Join(root, "usr/lib/x86_64/libc.so")); got != "elf" {
+		t.Errorf("entry under a lower layer's directory symlink: %q", got)
+	}
+	if fi, err := os.Lstat(filepath.Join(root, "lib")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Error("writing under lib/ replaced the symlink")
+	}
+	if fi, err := os.Lstat(filepath.Join(root, "was-link-dir")); err != nil || !fi.IsDir() || exists(filepath.Join(root, "usr/f")) {
+		t.Errorf("a directory entry over a symlink: %v %v", fi, err)
+	}
+}
