@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/forkbox/forkbox/internal/cleanup"
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/runtime"
 )
@@ -48,10 +49,10 @@ func (r *Runtime) Restore(ctx context.Context, spec runtime.Spec, imageDir strin
 	if fi, err := os.Stat(imageDir); err != nil || !fi.IsDir() {
 		return runtime.Info{}, fmt.Errorf("image %q is not a directory: %w", imageDir, errdefs.ErrInvalidArgument)
 	}
-	cl := &cleanup{log: r.log}
+	cl := cleanup.New(r.log)
 	defer func() {
 		if err != nil {
-			cl.run(ctx)
+			cl.Run(ctx)
 		}
 	}()
 	var h handle
@@ -70,24 +71,24 @@ func (r *Runtime) Restore(ctx context.Context, spec runtime.Spec, imageDir strin
 		"restore", "--detach", "--bundle="+bundle, "--image-path="+imageDir, h.cid()); err != nil {
 		return runtime.Info{}, err
 	}
-	cl.disarm()
+	cl.Disarm()
 	return startedInfo(h), nil
 }
 
 // prepareRestore readies a new sandbox for a restore: a standby container
 // of its shape if one is ready, else a bundle for runsc to create one. It
 // saves and returns the handle, and returns the bundle.
-func (r *Runtime) prepareRestore(ctx context.Context, spec runtime.Spec, cl *cleanup) (handle, string, error) {
+func (r *Runtime) prepareRestore(ctx context.Context, spec runtime.Spec, cl *cleanup.Stack) (handle, string, error) {
 	box, ok := r.standby.take(spec)
 	if !ok {
 		h, err := r.prepare(ctx, spec, cl)
 		if err != nil {
 			return handle{}, "", err
 		}
-		cl.add("runsc delete", func(ctx context.Context) error { r.destroy(ctx, spec.ID); return nil })
+		cl.Add("runsc delete", func(ctx context.Context) error { r.destroy(ctx, spec.ID); return nil })
 		return h, r.sandboxDir(spec.ID), nil
 	}
-	cl.add("discard standby", func(ctx context.Context) error { r.standby.discard(ctx, box); return nil })
+	cl.Add("discard standby", func(ctx context.Context) error { r.standby.discard(ctx, box); return nil })
 	if err := r.standby.adopt(box); err != nil {
 		return handle{}, "", err
 	}
@@ -97,7 +98,7 @@ func (r *Runtime) prepareRestore(ctx context.Context, spec runtime.Spec, cl *cle
 	} else if err != nil {
 		return handle{}, "", fmt.Errorf("create %s: %w", dir, err)
 	}
-	cl.add("remove sandbox dir", func(context.Context) error { return os.RemoveAll(dir) })
+	cl.Add("remove sandbox dir", func(context.Context) error { return os.RemoveAll(dir) })
 	h := box.handle(spec)
 	// Saved before the restore, as for a fresh container: after a crash in
 	// between, the sandbox is known with its container, and removing it
@@ -111,7 +112,7 @@ func (r *Runtime) prepareRestore(ctx context.Context, spec runtime.Spec, cl *cle
 // prepareInPlace readies stopped sandbox old for a restore under its own
 // id: the old container goes, the namespace stays and gets eth0's address
 // and route back (runsc removed them, trap 5).
-func (r *Runtime) prepareInPlace(ctx context.Context, spec runtime.Spec, old handle, cl *cleanup) (handle, string, error) {
+func (r *Runtime) prepareInPlace(ctx context.Context, spec runtime.Spec, old handle, cl *cleanup.Stack) (handle, string, error) {
 	info, err := r.info(ctx, old)
 	if err != nil {
 		return handle{}, "", err
@@ -120,7 +121,7 @@ func (r *Runtime) prepareInPlace(ctx context.Context, spec runtime.Spec, old han
 		return handle{}, "", fmt.Errorf("sandbox %s is %s: %w", spec.ID, info.State, errdefs.ErrAlreadyExists)
 	}
 	// From here a failure removes the whole sandbox: it was dead already.
-	cl.add("delete sandbox", func(ctx context.Context) error { return r.Delete(ctx, spec.ID) })
+	cl.Add("delete sandbox", func(ctx context.Context) error { return r.Delete(ctx, spec.ID) })
 	r.destroy(ctx, old.cid())
 	if _, ok := r.cfg.Net.Get(old.cid()); !ok {
 		if _, err = r.cfg.Net.Allocate(ctx, old.cid(), spec.AllowInternet); err != nil {

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/forkbox/forkbox/internal/cleanup"
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/netns"
 	"github.com/forkbox/forkbox/internal/runtime"
@@ -153,10 +154,10 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (info runtime.I
 	if err := validate(spec); err != nil {
 		return runtime.Info{}, err
 	}
-	cl := &cleanup{log: r.log}
+	cl := cleanup.New(r.log)
 	defer func() {
 		if err != nil {
-			cl.run(ctx)
+			cl.Run(ctx)
 		}
 	}()
 	h, err := r.prepare(ctx, spec, cl)
@@ -164,7 +165,7 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (info runtime.I
 		return runtime.Info{}, err
 	}
 	dir := r.sandboxDir(spec.ID)
-	cl.add("runsc delete", func(ctx context.Context) error { r.destroy(ctx, spec.ID); return nil })
+	cl.Add("runsc delete", func(ctx context.Context) error { r.destroy(ctx, spec.ID); return nil })
 	if err := r.runDetached(ctx, r.cfg.Timeout, filepath.Join(dir, "runsc.log"),
 		"create", "--bundle="+dir, spec.ID); err != nil {
 		return runtime.Info{}, err
@@ -172,7 +173,7 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (info runtime.I
 	if _, err := r.run(ctx, r.cfg.Timeout, "start", spec.ID); err != nil {
 		return runtime.Info{}, err
 	}
-	cl.disarm()
+	cl.Disarm()
 	return startedInfo(h), nil
 }
 
@@ -184,19 +185,19 @@ func startedInfo(h handle) runtime.Info {
 
 // prepare makes the sandbox directory, network, bundle and handle, pushing
 // their undo steps on cl. It returns the handle.
-func (r *Runtime) prepare(ctx context.Context, spec runtime.Spec, cl *cleanup) (handle, error) {
+func (r *Runtime) prepare(ctx context.Context, spec runtime.Spec, cl *cleanup.Stack) (handle, error) {
 	dir := r.sandboxDir(spec.ID)
 	if err := os.Mkdir(dir, 0o700); errors.Is(err, os.ErrExist) {
 		return handle{}, fmt.Errorf("sandbox %s: %w", spec.ID, errdefs.ErrAlreadyExists)
 	} else if err != nil {
 		return handle{}, fmt.Errorf("create %s: %w", dir, err)
 	}
-	cl.add("remove bundle", func(context.Context) error { return os.RemoveAll(dir) })
+	cl.Add("remove bundle", func(context.Context) error { return os.RemoveAll(dir) })
 	lease, err := r.cfg.Net.Allocate(ctx, spec.ID, spec.AllowInternet)
 	if err != nil {
 		return handle{}, err
 	}
-	cl.add("release network", func(ctx context.Context) error { return r.cfg.Net.Release(ctx, spec.ID) })
+	cl.Add("release network", func(ctx context.Context) error { return r.cfg.Net.Release(ctx, spec.ID) })
 	h := newHandle(spec, withDefaults(spec.Resources, r.cfg.Defaults), lease)
 	return h, r.writeBundle(spec, h, dir)
 }

@@ -1,9 +1,6 @@
 package gvisor
 
 import (
-	"context"
-	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -57,27 +54,4 @@ func TestBuildSpec(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestCleanupIsLIFOAndIgnoresCancel(t *testing.T) {
-	var order []int
-	c := &cleanup{log: slog.Default()}
-	for i := 1; i <= 3; i++ {
-		c.add("step", func(ctx context.Context) error {
-			if ctx.Err() != nil {
-				t.Errorf("cleanup step saw a cancelled context")
-			}
-			order = append(order, i)
-			return errors.New("logged, not returned")
-		})
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	c.run(ctx)
-	if !slices.Equal(order, []int{3, 2, 1}) {
-		t.Fatalf("order = %v", order)
-	}
-	c.add("never", func(context.Context) error { t.Error("disarmed step ran"); return nil })
-	c.disarm()
-	c.run(ctx)
 }
