@@ -12,7 +12,7 @@ LISTEN     ?= 127.0.0.1:3000
 GO         ?= go
 GOTEST_FLAGS ?= -count=1 -timeout 25m
 
-.PHONY: all build deps serve test test-unit test-runtime test-e2e template bench clean
+.PHONY: all build deps serve test template bench clean
 
 all: build
 

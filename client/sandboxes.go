@@ -36,13 +36,19 @@ func (s *Sandbox) Conn() *SandboxConn {
 	return s.c.Conn(s.SandboxID, s.EnvdAccessToken)
 }
 
+// The states SandboxInfo.State reports (and ListOptions.State selects).
+const (
+	StateRunning = "running"
+	StatePaused  = "paused"
+)
+
 // SandboxInfo describes a sandbox as listed or inspected.
 type SandboxInfo struct {
 	SandboxID       string            `json:"sandboxID"`
 	TemplateID      string            `json:"templateID"`
 	Alias           string            `json:"alias,omitempty"`
 	ClientID        string            `json:"clientID,omitempty"`
-	State           string            `json:"state"`
+	State           string            `json:"state"` // StateRunning or StatePaused
 	StartedAt       time.Time         `json:"startedAt"`
 	EndAt           time.Time         `json:"endAt"`
 	CPUCount        int               `json:"cpuCount"`
@@ -131,7 +137,7 @@ func (c *Client) GetSandbox(ctx context.Context, id string) (*SandboxInfo, error
 // ListOptions filter and page ListSandboxes. The zero value lists the first
 // page of running and paused sandboxes.
 type ListOptions struct {
-	// State keeps only sandboxes in these states ("running", "paused").
+	// State keeps only sandboxes in these states (StateRunning, StatePaused).
 	State []string
 	// Metadata keeps only sandboxes carrying all these key/value pairs.
 	Metadata map[string]string

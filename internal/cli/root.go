@@ -147,7 +147,7 @@ func (a *app) conn(ctx context.Context, id, user string) (*client.SandboxConn, e
 	if err != nil {
 		return nil, err
 	}
-	if info.State != "" && info.State != "running" {
+	if info.State != "" && info.State != client.StateRunning {
 		return nil, fmt.Errorf("sandbox %s is %s; resume it with: forkbox sandbox resume %s", id, info.State, id)
 	}
 	conn := c.Conn(id, info.EnvdAccessToken)

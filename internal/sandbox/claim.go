@@ -2,11 +2,78 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
+	"github.com/forkbox/forkbox/internal/cleanup"
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/store"
 )
+
+// op is an operation holding a sandbox's claim: it won the move into a
+// transient state (claim) or registered a new sandbox (register), and owns
+// the sandbox until it ends with done or fail — exactly once, on every path.
+// Its steps that change the host push their inverses on undo; fail runs
+// them, done drops them.
+type op struct {
+	m *Manager
+	e *entry
+	// from is the state the claim started from (creating for a new sandbox).
+	from State
+	undo cleanup.Stack
+	// ended is set by done or fail; a second end is a bug.
+	ended bool
+}
+
+// id is the claimed sandbox's id.
+func (o *op) id() string { return o.e.rec.ID }
+
+// done ends the operation: the undo steps are dropped and the sandbox moves
+// to state to; update (may be nil) changes record fields under the lock
+// before the record is persisted. A failed store write is returned.
+func (o *op) done(ctx context.Context, to State, update func(*entry)) error {
+	o.undo.Disarm()
+	return o.end(ctx, to, update)
+}
+
+// fail ends the operation after a failure: its undo steps run newest first,
+// then the sandbox moves to to as done does. cause is returned, joined with
+// a failed store write.
+func (o *op) fail(ctx context.Context, cause error, to State, update func(*entry)) error {
+	o.undo.Run(ctx)
+	return errors.Join(cause, o.end(ctx, to, update))
+}
+
+// end releases the claim, moving the sandbox to state to.
+func (o *op) end(ctx context.Context, to State, update func(*entry)) error {
+	if o.ended {
+		panic(fmt.Sprintf("sandbox: operation on %s ended twice", o.id()))
+	}
+	o.ended = true
+	m, e := o.m, o.e
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mustTransition(e.state, to)
+	e.state = to
+	if update != nil {
+		update(e)
+	}
+	err := m.persistLocked(ctx, e)
+	if to == StateKilled {
+		delete(m.boxes, e.rec.ID)
+	}
+	if e.done != nil {
+		close(e.done)
+		e.done = nil
+	}
+	return err
+}
+
+// recordError is an end update noting why a sandbox died.
+func recordError(err error) func(*entry) {
+	return func(e *entry) { e.rec.Error = err.Error() }
+}
 
 // persistLocked writes e's record. It runs under m.mu so records reach the
 // store in the order their changes were made (a stale copy can never
@@ -31,11 +98,18 @@ func (m *Manager) lookupLocked(id string) (*entry, error) {
 }
 
 // claim atomically moves sandbox id from one of the states in from to the
-// transient state to, and persists it. It is the only way an operation may
-// start: whoever wins the claim owns the sandbox until release. A sandbox in
-// a state not in from gets ErrConflict (or ErrNotFound when gone). The
-// previous state is returned so the operation can restore it on failure.
-func (m *Manager) claim(ctx context.Context, id string, to State, from ...State) (*entry, State, error) {
+// transient state to, and persists it. It is the only way an operation on
+// an existing sandbox may start: whoever wins the claim owns the sandbox
+// until the returned op ends. A sandbox in a state not in from gets
+// ErrConflict (or ErrNotFound when gone); a failed store write leaves the
+// sandbox as it was and is returned.
+func (m *Manager) claim(ctx context.Context, id string, to State, from ...State) (*op, error) {
+	o, _, err := m.tryClaim(ctx, id, to, from...)
+	return o, err
+}
+
+// tryClaim is claim, also reporting the state the sandbox was found in.
+func (m *Manager) tryClaim(ctx context.Context, id string, to State, from ...State) (*op, State, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, err := m.lookupLocked(id)
@@ -48,33 +122,77 @@ func (m *Manager) claim(ctx context.Context, id string, to State, from ...State)
 	}
 	mustTransition(prev, to)
 	e.state, e.from = to, prev
+	if err := m.persistLocked(ctx, e); err != nil {
+		e.state = prev
+		return nil, prev, err
+	}
 	e.done = make(chan struct{})
-	m.persistLocked(ctx, e)
 	if prev == StateRunning && to != StateSnapshotting {
 		// Leaving running (kill, pause, rollback): the sandbox's side of its
 		// connections is about to vanish; cut them so clients hear about it.
 		go m.dataConns.closeAll(id)
 	}
-	return e, prev, nil
+	return &op{m: m, e: e, from: prev, undo: cleanup.Stack{Log: m.log}}, prev, nil
 }
 
-// release ends the claim held on e, moving it to state to; update (may be
-// nil) changes record fields under the lock before the record is persisted.
-func (m *Manager) release(ctx context.Context, e *entry, to State, update func(*entry)) {
+// busy are the states an operation holds; claimWaiting waits them out.
+var busy = []State{StateCreating, StatePausing, StateResuming, StateSnapshotting}
+
+// claimWaiting is claim for operations that should queue behind one in
+// progress (a snapshot asked for right after an asynchronous pause) rather
+// than fail with ErrConflict.
+func (m *Manager) claimWaiting(ctx context.Context, id string, to State, from ...State) (*op, error) {
+	for {
+		o, prev, err := m.tryClaim(ctx, id, to, from...)
+		if err == nil || !errdefs.IsConflict(err) || !slices.Contains(busy, prev) {
+			return o, err
+		}
+		if err := m.waitIdle(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// register records a new sandbox in state creating, before any runtime work,
+// so a daemon that dies mid-create finds the record and cleans up. The
+// returned op is the new sandbox's claim.
+func (m *Manager) register(ctx context.Context, rec store.Sandbox) (*op, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	mustTransition(e.state, to)
-	e.state = to
-	if update != nil {
-		update(e)
+	if _, dup := m.boxes[rec.ID]; dup {
+		return nil, fmt.Errorf("sandbox %s: %w", rec.ID, errdefs.ErrAlreadyExists)
 	}
-	m.persistLocked(ctx, e)
-	if to == StateKilled {
-		delete(m.boxes, e.rec.ID)
+	e := &entry{rec: rec, state: StateCreating, done: make(chan struct{})}
+	if err := m.persistLocked(ctx, e); err != nil {
+		return nil, err
 	}
-	if e.done != nil {
-		close(e.done)
-		e.done = nil
+	m.boxes[rec.ID] = e
+	return &op{m: m, e: e, from: StateCreating, undo: cleanup.Stack{Log: m.log}}, nil
+}
+
+// WaitIdle blocks until no operation holds sandbox id.
+func (m *Manager) WaitIdle(ctx context.Context, id string) error { return m.waitIdle(ctx, id) }
+
+// waitIdle blocks until the operation holding id's claim ends.
+func (m *Manager) waitIdle(ctx context.Context, id string) error {
+	m.mu.Lock()
+	e, err := m.lookupLocked(id)
+	var done chan struct{}
+	if err == nil {
+		done = e.done
+	}
+	m.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for sandbox %s: %w", id, ctx.Err())
 	}
 }
 
@@ -95,24 +213,3 @@ func (m *Manager) update(ctx context.Context, id string, fn func(*entry) error) 
 	}
 	return e.view(), nil
 }
-
-// busy are the states an operation holds; claimWaiting waits them out.
-var busy = []State{StateCreating, StatePausing, StateResuming, StateSnapshotting}
-
-// claimWaiting is claim for operations that should queue behind one in
-// progress (a snapshot asked for right after an asynchronous pause) rather
-// than fail with ErrConflict.
-func (m *Manager) claimWaiting(ctx context.Context, id string, to State, from ...State) (*entry, State, error) {
-	for {
-		e, prev, err := m.claim(ctx, id, to, from...)
-		if err == nil || !errdefs.IsConflict(err) || !slices.Contains(busy, prev) {
-			return e, prev, err
-		}
-		if err := m.waitIdle(ctx, id); err != nil {
-			return nil, "", err
-		}
-	}
-}
-
-// WaitIdle blocks until no operation holds sandbox id.
-func (m *Manager) WaitIdle(ctx context.Context, id string) error { return m.waitIdle(ctx, id) }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/forkbox/forkbox/internal/cleanup"
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/store"
 )
@@ -51,19 +52,24 @@ func (m *Manager) Clone(ctx context.Context, id string, o CloneOptions) (*CloneR
 	if err != nil {
 		return nil, err
 	}
-	snap, err := m.Snapshot(ctx, id, SnapshotOptions{Temporary: true, Origin: "clone"})
+	snap, err := m.Snapshot(ctx, id, SnapshotOptions{Temporary: true, Origin: OriginClone})
 	if err != nil {
 		return nil, err
 	}
 	ctx = context.WithoutCancel(ctx)
+	// The snapshot is the clone's to remove while no copy uses it.
+	undo := cleanup.New(m.log)
+	undo.Add("remove clone snapshot", func(ctx context.Context) error { return m.removeSnapshot(ctx, snap) })
 	res := m.restoreCopies(ctx, src.Sandbox, snap, o.Count, ttl, o.Concurrency)
-	if o.Strict && res.failed() > 0 {
-		m.killAll(ctx, res.Sandboxes)
-		m.dropSnapshot(ctx, snap)
+	switch {
+	case o.Strict && res.failed() > 0:
+		undo.Add("kill clones", func(ctx context.Context) error { m.killAll(ctx, res.Sandboxes); return nil })
+		undo.Run(ctx)
 		return nil, fmt.Errorf("%d of %d clones failed (strict): %w", res.failed(), o.Count, res.firstError())
-	}
-	if res.failed() == o.Count {
-		m.dropSnapshot(ctx, snap)
+	case res.failed() == o.Count:
+		undo.Run(ctx)
+	default:
+		undo.Disarm()
 	}
 	m.log.Info("sandbox cloned", "sandbox", id, "copies", o.Count-res.failed(), "failed", res.failed(), "snapshot", snap.ID)
 	return res, nil
@@ -126,37 +132,21 @@ func (m *Manager) restoreCopies(ctx context.Context, src store.Sandbox, snap *st
 // restoreCopy starts one copy of src from snap.
 func (m *Manager) restoreCopy(ctx context.Context, src store.Sandbox, snap *store.Template, ttl time.Duration) (*Sandbox, error) {
 	rec := m.copyRecord(src, snap, ttl)
-	e, err := m.register(ctx, rec)
+	o, err := m.register(ctx, rec)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.restore(ctx, rec, snap.ImageDir, src.EnvdAccessToken); err != nil {
-		m.release(ctx, e, StateKilled, func(e *entry) { e.rec.Error = err.Error() })
-		return nil, err
+	if err := m.restore(ctx, &o.undo, rec, snap.ImageDir, src.EnvdAccessToken); err != nil {
+		return nil, o.fail(ctx, err, StateKilled, recordError(err))
 	}
-	m.release(ctx, e, StateRunning, func(e *entry) {
+	if err := o.done(ctx, StateRunning, func(e *entry) {
 		e.rec.StartedAt = m.now()
 		e.rec.EndAt = e.rec.StartedAt.Add(ttl)
-	})
+	}); err != nil {
+		return nil, m.abandon(ctx, rec.ID, err)
+	}
 	m.log.Info("sandbox created as a clone", "sandbox", rec.ID, "source", src.ID, "snapshot", snap.ID)
 	return m.Get(ctx, rec.ID)
-}
-
-// copyRecord derives a clone's record from its source.
-func (m *Manager) copyRecord(src store.Sandbox, snap *store.Template, ttl time.Duration) store.Sandbox {
-	now := m.now()
-	rec := src
-	rec.ID = newID()
-	rec.TemplateID = snap.ID
-	rec.Metadata, rec.EnvVars = cloneMap(src.Metadata), cloneMap(src.EnvVars)
-	rec.AutoPause = false
-	rec.StartedAt, rec.EndAt = now, now.Add(ttl)
-	rec.ParentID, rec.Origin = snap.ID, "clone"
-	rec.ImageDir, rec.Error, rec.Rollbacks = "", "", nil
-	if rec.Secure {
-		rec.EnvdAccessToken, rec.TrafficAccessToken = newToken(), newToken()
-	}
-	return rec
 }
 
 func (m *Manager) killAll(ctx context.Context, sbs []*Sandbox) {
@@ -166,13 +156,5 @@ func (m *Manager) killAll(ctx context.Context, sbs []*Sandbox) {
 				m.log.Error("undo clone", "sandbox", sb.ID, "err", err)
 			}
 		}
-	}
-}
-
-// dropSnapshot removes the snapshot of a clone operation that produced no
-// clone: its source alone does not keep it.
-func (m *Manager) dropSnapshot(ctx context.Context, snap *store.Template) {
-	if err := m.removeSnapshot(ctx, snap); err != nil {
-		m.log.Error("remove clone snapshot", "snapshot", snap.ID, "err", err)
 	}
 }

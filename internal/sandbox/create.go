@@ -2,13 +2,11 @@ package sandbox
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
-	"github.com/forkbox/forkbox/internal/runtime"
 	"github.com/forkbox/forkbox/internal/store"
 )
 
@@ -34,28 +32,6 @@ type CreateRequest struct {
 	MemoryMB int
 }
 
-// newID returns a fresh sandbox or template id.
-func newID() string { return runtime.NewID() }
-
-func newToken() string {
-	b := make([]byte, 24)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// ttl validates a requested timeout; zero selects the default.
-func (m *Manager) ttl(d time.Duration) (time.Duration, error) {
-	switch {
-	case d == 0:
-		return m.cfg.DefaultTimeout, nil
-	case d < 0:
-		return 0, fmt.Errorf("timeout must be positive: %w", errdefs.ErrInvalidArgument)
-	case d > m.cfg.MaxTimeout:
-		return 0, fmt.Errorf("timeout %s exceeds the maximum %s: %w", d, m.cfg.MaxTimeout, errdefs.ErrInvalidArgument)
-	}
-	return d, nil
-}
-
 // Create starts a new sandbox from a template and returns it running, its
 // agent initialised. On failure nothing is left behind.
 func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, error) {
@@ -77,7 +53,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 			rec.ID = pooled
 		}
 	}
-	e, err := m.register(ctx, rec)
+	o, err := m.register(ctx, rec)
 	if err != nil {
 		if pooled != "" {
 			m.rt.Delete(context.WithoutCancel(ctx), pooled)
@@ -85,93 +61,32 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		return nil, err
 	}
 	if pooled != "" {
-		err = m.adoptPooled(ctx, rec)
+		err = m.adoptPooled(ctx, o)
 	} else {
-		err = m.boot(ctx, rec, tpl)
+		err = m.boot(ctx, o, tpl)
 	}
 	if err != nil {
-		m.release(ctx, e, StateKilled, func(e *entry) { e.rec.Error = err.Error() })
-		return nil, err
+		return nil, o.fail(ctx, err, StateKilled, recordError(err))
 	}
-	m.mu.Lock()
-	// The TTL counts from when the sandbox is usable, not from the request.
-	e.rec.StartedAt = m.now()
-	e.rec.EndAt = e.rec.StartedAt.Add(ttl)
-	m.mu.Unlock()
-	m.release(ctx, e, StateRunning, nil)
+	if err := o.done(ctx, StateRunning, func(e *entry) {
+		// The TTL counts from when the sandbox is usable, not from the request.
+		e.rec.StartedAt = m.now()
+		e.rec.EndAt = e.rec.StartedAt.Add(ttl)
+	}); err != nil {
+		return nil, m.abandon(ctx, rec.ID, err)
+	}
 	m.log.Info("sandbox created", "sandbox", rec.ID, "template", tpl.ID)
 	return m.Get(ctx, rec.ID)
 }
 
-func (m *Manager) newRecord(req CreateRequest, tpl *store.Template, ttl time.Duration) store.Sandbox {
-	now := m.now()
-	rec := store.Sandbox{
-		ID: newID(), TemplateID: tpl.ID, ClientID: m.cfg.ClientID,
-		Metadata: cloneMap(req.Metadata), EnvVars: cloneMap(req.EnvVars),
-		CPUCount: tpl.CPUCount, MemoryMB: tpl.MemoryMB, DiskSizeMB: tpl.DiskSizeMB,
-		EnvdVersion: m.cfg.EnvdVersion, AutoPause: req.AutoPause, AutoResume: req.AutoResume,
-		Secure: req.Secure || req.PrivateTraffic, PrivateTraffic: req.PrivateTraffic, AllowInternet: req.AllowInternet == nil || *req.AllowInternet,
-		StartedAt: now, EndAt: now.Add(ttl), Origin: "create", RuntimeName: m.rt.Name(),
-		RootFS: tpl.RootFS, AgentArgs: tpl.AgentArgs,
-	}
-	if len(tpl.Aliases) > 0 {
-		rec.Alias = tpl.Aliases[0]
-	}
-	if tpl.Kind == store.KindSnapshot {
-		rec.ParentID, rec.Origin = tpl.ID, "restore"
-	}
-	if req.CPUCount > 0 {
-		rec.CPUCount = req.CPUCount
-	}
-	if req.MemoryMB > 0 {
-		rec.MemoryMB = req.MemoryMB
-	}
-	if req.Secure {
-		rec.EnvdAccessToken, rec.TrafficAccessToken = newToken(), newToken()
-	}
-	return rec
-}
-
-// register records a new sandbox in state creating, before any runtime work,
-// so a daemon that dies mid-create finds the record and cleans up.
-func (m *Manager) register(ctx context.Context, rec store.Sandbox) (*entry, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, dup := m.boxes[rec.ID]; dup {
-		return nil, fmt.Errorf("sandbox %s: %w", rec.ID, errdefs.ErrAlreadyExists)
-	}
-	e := &entry{rec: rec, state: StateCreating, done: make(chan struct{})}
-	if err := m.persistLocked(ctx, e); err != nil {
-		return nil, err
-	}
-	m.boxes[rec.ID] = e
-	return e, nil
-}
-
-// spec builds the runtime spec for a sandbox record.
-func (m *Manager) spec(rec *store.Sandbox) runtime.Spec {
-	args := m.cfg.AgentArgs
-	if len(rec.AgentArgs) > 0 {
-		args = rec.AgentArgs
-	}
-	return runtime.Spec{
-		ID: rec.ID, RootFS: rec.RootFS, Args: args,
-		Hostname: "forkbox",
-		Env:      []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-		Resources: runtime.Resources{
-			CPUCount: rec.CPUCount, MemoryMB: rec.MemoryMB,
-		},
-		AllowInternet: rec.AllowInternet,
-	}
-}
-
-// boot creates the sandbox in the runtime — a cold boot of a template, or a
-// restore of a snapshot — and initialises its agent; on failure it removes
-// what it made.
-func (m *Manager) boot(ctx context.Context, rec store.Sandbox, tpl *store.Template) (err error) {
+// boot creates o's sandbox in the runtime — a cold boot of a template, or a
+// restore of a snapshot — and initialises its agent, pushing the removal of
+// what it made on o's undo stack.
+func (m *Manager) boot(ctx context.Context, o *op, tpl *store.Template) error {
+	rec := o.e.rec
 	switch {
 	case tpl.ImageDir != "" && imageExists(tpl.ImageDir):
-		return m.restore(ctx, rec, tpl.ImageDir, m.imageToken(ctx, tpl))
+		return m.restore(ctx, &o.undo, rec, tpl.ImageDir, m.imageToken(ctx, tpl))
 	case tpl.ImageDir != "" && tpl.Kind == store.KindSnapshot:
 		return fmt.Errorf("snapshot %s has lost its image: %w", tpl.ID, errdefs.ErrNotFound)
 	case tpl.ImageDir != "":
@@ -183,22 +98,23 @@ func (m *Manager) boot(ctx context.Context, rec store.Sandbox, tpl *store.Templa
 	if _, err := m.rt.Create(ctx, spec); err != nil {
 		return fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
-	defer func() {
-		if err != nil {
-			if derr := m.rt.Delete(context.WithoutCancel(ctx), spec.ID); derr != nil {
-				m.log.Error("undo create", "sandbox", spec.ID, "err", derr)
-			}
-		}
-	}()
+	o.undo.Add("delete created sandbox", func(ctx context.Context) error { return m.rt.Delete(ctx, spec.ID) })
 	return m.initAgent(ctx, &rec, "")
 }
 
-// adoptPooled initialises the agent of a sandbox taken from the pool; on
-// failure the sandbox is removed.
-func (m *Manager) adoptPooled(ctx context.Context, rec store.Sandbox) error {
-	if err := m.initAgent(ctx, &rec, ""); err != nil {
-		m.rt.Delete(context.WithoutCancel(ctx), rec.ID)
-		return err
+// adoptPooled initialises the agent of a sandbox taken from the pool; the
+// sandbox's removal is pushed on o's undo stack.
+func (m *Manager) adoptPooled(ctx context.Context, o *op) error {
+	rec := o.e.rec
+	o.undo.Add("delete pooled sandbox", func(ctx context.Context) error { return m.rt.Delete(ctx, rec.ID) })
+	return m.initAgent(ctx, &rec, "")
+}
+
+// abandon kills a sandbox just made whose record could not be written: the
+// caller hears the failure, and a sandbox nobody knows of must not run on.
+func (m *Manager) abandon(ctx context.Context, id string, cause error) error {
+	if err := m.Kill(context.WithoutCancel(ctx), id); err != nil && !errdefs.IsNotFound(err) {
+		return errors.Join(cause, err)
 	}
-	return nil
+	return cause
 }

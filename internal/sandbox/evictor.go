@@ -48,7 +48,7 @@ func (m *Manager) sweep(ctx context.Context, wg *sync.WaitGroup) {
 		if x.autoPause && canPause {
 			to = StatePausing
 		}
-		e, _, err := m.claim(ctx, x.id, to, StateRunning)
+		o, err := m.claim(ctx, x.id, to, StateRunning)
 		if err != nil {
 			continue // someone else is acting on it: they win
 		}
@@ -59,10 +59,10 @@ func (m *Manager) sweep(ctx context.Context, wg *sync.WaitGroup) {
 			defer func() { <-m.evictSem }()
 			m.log.Info("sandbox expired", "sandbox", x.id, "action", to)
 			if to == StatePausing {
-				m.finishPause(context.WithoutCancel(ctx), e)
+				m.finishPause(context.WithoutCancel(ctx), o)
 				return
 			}
-			m.destroy(ctx, e)
+			m.destroy(ctx, o)
 		}()
 	}
 }

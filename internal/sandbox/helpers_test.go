@@ -32,7 +32,10 @@ func (a *memAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	case "/init":
 		a.inits.Add(1)
-		if a.fail {
+		a.mu.Lock()
+		fail := a.fail
+		a.mu.Unlock()
+		if fail {
 			http.Error(w, "broken", http.StatusInternalServerError)
 			return
 		}
@@ -46,6 +49,14 @@ func (a *memAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// setFail makes /init fail (or answer again); checkpoints taken meanwhile
+// carry the setting.
+func (a *memAgent) setFail(fail bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.fail = fail
 }
 
 // Clone implements fake.Cloner: restores continue from the saved count.
@@ -162,6 +173,14 @@ func (e *env) shutdown(t *testing.T) {
 	}
 	e.m.mu.Unlock()
 	for _, id := range ids {
+		// Every operation ends its claim (op.done or op.fail): one that did
+		// not would leave the sandbox transient for good.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := e.m.WaitIdle(ctx, id)
+		cancel()
+		if err != nil && !errdefs.IsNotFound(err) {
+			t.Fatalf("sandbox %s: an operation never ended its claim: %v", id, err)
+		}
 		if err := e.m.Kill(context.Background(), id); err != nil && !errdefs.IsNotFound(err) {
 			t.Errorf("shutdown kill %s: %v", id, err)
 		}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
-	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
 )
@@ -17,9 +15,9 @@ import (
 // second kill of the same sandbox reports ErrNotFound.
 func (m *Manager) Kill(ctx context.Context, id string) error {
 	for {
-		e, _, err := m.claim(ctx, id, StateKilling, StateRunning, StatePaused)
+		o, err := m.claim(ctx, id, StateKilling, StateRunning, StatePaused)
 		if err == nil {
-			return m.destroy(ctx, e)
+			return m.destroy(ctx, o)
 		}
 		if !errors.Is(err, errdefs.ErrConflict) {
 			return err
@@ -30,88 +28,26 @@ func (m *Manager) Kill(ctx context.Context, id string) error {
 	}
 }
 
-// waitIdle blocks until the operation holding id's claim ends.
-func (m *Manager) waitIdle(ctx context.Context, id string) error {
-	m.mu.Lock()
-	e, err := m.lookupLocked(id)
-	var done chan struct{}
-	if err == nil {
-		done = e.done
-	}
-	m.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	if done == nil {
-		return nil
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("waiting for sandbox %s: %w", id, ctx.Err())
-	}
-}
-
-// destroy finishes a kill claimed by the caller. The runtime work must not
-// be cut short by the caller's context: a half-deleted sandbox would leak.
-func (m *Manager) destroy(ctx context.Context, e *entry) error {
+// destroy ends o by killing its sandbox: o's pending undo steps run, then
+// the runtime side and the pause image go. The runtime work must not be cut
+// short by the caller's context: a half-deleted sandbox would leak.
+func (m *Manager) destroy(ctx context.Context, o *op) error {
 	ctx = context.WithoutCancel(ctx)
-	id := e.rec.ID
+	o.undo.Run(ctx)
+	id := o.id()
 	if err := m.rt.Delete(ctx, id); err != nil && !errdefs.IsNotFound(err) {
 		m.log.Error("delete sandbox", "sandbox", id, "err", err)
-		m.release(ctx, e, StateKilled, func(e *entry) { e.rec.Error = err.Error() })
-		return fmt.Errorf("kill %s: %w", id, err)
+		return errors.Join(fmt.Errorf("kill %s: %w", id, err), o.done(ctx, StateKilled, recordError(err)))
 	}
-	if e.rec.ImageDir != "" {
-		os.RemoveAll(e.rec.ImageDir)
+	if dir := o.e.rec.ImageDir; dir != "" {
+		os.RemoveAll(dir)
 	}
-	m.release(ctx, e, StateKilled, func(e *entry) { e.rec.ImageDir = "" })
+	err := o.done(ctx, StateKilled, func(e *entry) { e.rec.ImageDir = "" })
 	m.log.Info("sandbox killed", "sandbox", id)
 	if err := m.cfg.Events.Remove(id); err != nil {
 		m.log.Error("remove event log", "id", id, "err", err)
 	}
 	// The sandbox may have been the last user of a clone's snapshot.
-	m.collectSnapshot(ctx, e.rec.TemplateID)
-	return nil
-}
-
-// SetTimeout replaces the sandbox's deadline with now+d; it may shorten it.
-func (m *Manager) SetTimeout(ctx context.Context, id string, d time.Duration) (*Sandbox, error) {
-	if d <= 0 {
-		return nil, fmt.Errorf("timeout must be positive: %w", errdefs.ErrInvalidArgument)
-	}
-	if _, err := m.ttl(d); err != nil {
-		return nil, err
-	}
-	return m.update(ctx, id, func(e *entry) error {
-		e.rec.EndAt = m.now().Add(d)
-		return nil
-	})
-}
-
-// Refresh extends the deadline to now+d unless it is already later: a
-// refresh never shortens a sandbox's life.
-func (m *Manager) Refresh(ctx context.Context, id string, d time.Duration) (*Sandbox, error) {
-	if d < 0 || d > time.Hour {
-		return nil, fmt.Errorf("duration must be between 0 and 3600 s: %w", errdefs.ErrInvalidArgument)
-	}
-	if d == 0 {
-		d = m.cfg.DefaultTimeout
-	}
-	return m.extend(ctx, id, d)
-}
-
-// extend moves the deadline to now+d unless it is later already. With
-// onlyIn given, a sandbox in another state is ErrConflict and unchanged.
-func (m *Manager) extend(ctx context.Context, id string, d time.Duration, onlyIn ...State) (*Sandbox, error) {
-	return m.update(ctx, id, func(e *entry) error {
-		if len(onlyIn) > 0 && !slices.Contains(onlyIn, e.state) {
-			return fmt.Errorf("sandbox %s is %s: %w", id, e.state, errdefs.ErrConflict)
-		}
-		if end := m.now().Add(d); end.After(e.rec.EndAt) {
-			e.rec.EndAt = end
-		}
-		return nil
-	})
+	m.collectSnapshot(ctx, o.e.rec.TemplateID)
+	return err
 }

@@ -82,7 +82,7 @@ func (m *Manager) lineageNodes(ctx context.Context) (map[string]*LineageNode, er
 	for _, s := range sbs {
 		nodes[s.ID] = &LineageNode{
 			ID: s.ID, Kind: "sandbox", ParentID: s.ParentID, Origin: s.Origin,
-			State: State(s.State).Public(), CreatedAt: s.StartedAt, Rollbacks: s.Rollbacks,
+			State: string(State(s.State).Public()), CreatedAt: s.StartedAt, Rollbacks: s.Rollbacks,
 		}
 	}
 	return nodes, nil

@@ -71,7 +71,7 @@ type Manager struct {
 	cfg Config
 	log *slog.Logger
 	rt  runtime.Runtime
-	st  *store.Store
+	st  records
 	now func() time.Time
 
 	// agentHTTP reaches agents through the runtime (see agentTransport).
@@ -92,6 +92,19 @@ type Manager struct {
 
 	// evictSem bounds concurrent evictions.
 	evictSem chan struct{}
+}
+
+// records is what the Manager needs of the store (a *store.Store); tests
+// wrap it to make writes fail.
+type records interface {
+	PutSandbox(ctx context.Context, sb *store.Sandbox) error
+	GetSandbox(ctx context.Context, id string) (*store.Sandbox, error)
+	ListSandboxes(ctx context.Context, f store.SandboxFilter) ([]*store.Sandbox, string, error)
+	CountSandboxes(ctx context.Context, states []string) (int, error)
+	PutTemplate(ctx context.Context, t *store.Template) error
+	GetTemplate(ctx context.Context, idOrAlias string) (*store.Template, error)
+	DeleteTemplate(ctx context.Context, id string) error
+	ListTemplates(ctx context.Context, kind string) ([]*store.Template, error)
 }
 
 // entry is the in-memory view of one sandbox.
@@ -188,17 +201,6 @@ func (e *entry) view() *Sandbox {
 	return &Sandbox{Sandbox: rec, State: e.state}
 }
 
-func cloneMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
 // Get returns a live sandbox. Killed or unknown sandboxes are ErrNotFound.
 func (m *Manager) Get(ctx context.Context, id string) (*Sandbox, error) {
 	m.mu.Lock()
@@ -212,8 +214,8 @@ func (m *Manager) Get(ctx context.Context, id string) (*Sandbox, error) {
 
 // ListFilter selects sandboxes for List.
 type ListFilter struct {
-	// States keeps sandboxes whose public state ("running", "paused") is listed.
-	States []string
+	// States keeps sandboxes whose public state (running, paused) is listed.
+	States []PublicState
 	// Metadata keeps sandboxes whose metadata holds every pair.
 	Metadata map[string]string
 	// Limit caps the page (0: no cap); NextToken continues a listing.
@@ -227,14 +229,13 @@ type ListFilter struct {
 // ListOrder.Desc) and the next page's token.
 func (m *Manager) List(ctx context.Context, f ListFilter) ([]*Sandbox, string, error) {
 	var states []string
-	for _, s := range f.States {
-		switch s {
-		case "running":
-			states = append(states, string(StateCreating), string(StateRunning), string(StateSnapshotting))
-		case "paused":
-			states = append(states, string(StatePausing), string(StatePaused), string(StateResuming))
-		default:
-			return nil, "", fmt.Errorf("unknown state %q: %w", s, errdefs.ErrInvalidArgument)
+	for _, p := range f.States {
+		ss, ok := p.states()
+		if !ok {
+			return nil, "", fmt.Errorf("unknown state %q: %w", p, errdefs.ErrInvalidArgument)
+		}
+		for _, s := range ss {
+			states = append(states, string(s))
 		}
 	}
 	if len(states) == 0 {

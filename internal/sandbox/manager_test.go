@@ -44,7 +44,7 @@ func TestTransitionTable(t *testing.T) {
 }
 
 func TestPublicState(t *testing.T) {
-	for s, want := range map[State]string{
+	for s, want := range map[State]PublicState{
 		StateRunning: "running", StateSnapshotting: "running", StatePausing: "paused",
 		StatePaused: "paused", StateResuming: "paused", StateKilled: "killed",
 	} {
@@ -160,7 +160,7 @@ func TestListFilterAndPaging(t *testing.T) {
 	if len(seen) != 3 {
 		t.Errorf("tag=a listed %d sandboxes, want 3", len(seen))
 	}
-	if _, _, err := e.m.List(ctx, ListFilter{States: []string{"bogus"}}); !errdefs.IsInvalidArgument(err) {
+	if _, _, err := e.m.List(ctx, ListFilter{States: []PublicState{"bogus"}}); !errdefs.IsInvalidArgument(err) {
 		t.Errorf("bogus state: %v", err)
 	}
 }

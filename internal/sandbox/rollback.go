@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
@@ -10,32 +11,32 @@ import (
 
 // Rollback restores a sandbox in place — same id, same address for clients
 // — to a snapshot of its own lineage: its files and memory become the
-// snapshot's. A snapshot of another lineage is ErrInvalidArgument.
+// snapshot's. An unknown sandbox or snapshot is ErrNotFound; a template, or
+// a snapshot of another lineage, is ErrInvalidArgument; a busy sandbox is
+// waited for. On failure a running sandbox keeps running and a paused one
+// stays paused with its pause image — unless the restored state did not
+// answer, when the old state is gone and the sandbox is killed.
 func (m *Manager) Rollback(ctx context.Context, id, snapshotID string) (*Sandbox, error) {
-	if snapshotID == "" {
-		return nil, fmt.Errorf("snapshotID is required: %w", errdefs.ErrInvalidArgument)
+	snap, err := m.rollbackTarget(ctx, id, snapshotID)
+	if err != nil {
+		return nil, err
 	}
-	snap, err := m.st.GetTemplate(ctx, snapshotID)
-	if err != nil || snap.Kind != store.KindSnapshot {
-		return nil, fmt.Errorf("snapshot %q: %w", snapshotID, errdefs.ErrInvalidArgument)
-	}
-	if ok, err := m.inLineage(ctx, id, snap); err != nil || !ok {
-		return nil, fmt.Errorf("snapshot %s is not of sandbox %s's lineage: %w", snapshotID, id, errdefs.ErrInvalidArgument)
-	}
-	e, prev, err := m.claimWaiting(ctx, id, StateResuming, StateRunning, StatePaused)
+	o, err := m.claimWaiting(ctx, id, StateResuming, StateRunning, StatePaused)
 	if err != nil {
 		return nil, err
 	}
 	ctx = context.WithoutCancel(ctx)
-	if err := m.rollbackRuntime(ctx, e, prev, snap); err != nil {
+	if err := m.rollbackRuntime(ctx, o, snap); err != nil {
 		return nil, err
 	}
-	old := e.rec.ImageDir
-	m.release(ctx, e, StateRunning, func(e *entry) {
+	old := o.e.rec.ImageDir
+	if err := o.done(ctx, StateRunning, func(e *entry) {
 		e.gen++
 		e.rec.ImageDir = ""
 		e.rec.Rollbacks = append(e.rec.Rollbacks, store.Rollback{SnapshotID: snap.ID, At: m.now().UTC()})
-	})
+	}); err != nil {
+		return nil, err
+	}
 	if old != "" {
 		removeAll(old)
 	}
@@ -43,32 +44,51 @@ func (m *Manager) Rollback(ctx context.Context, id, snapshotID string) (*Sandbox
 	return m.Get(ctx, id)
 }
 
-// rollbackRuntime puts snap's state into the runtime under e's id. A
-// running sandbox is replaced in place, and keeps running unchanged if
-// that fails; a paused one has nothing in the runtime and is restored.
-// Either way e is released or destroyed on failure.
-func (m *Manager) rollbackRuntime(ctx context.Context, e *entry, prev State, snap *store.Template) error {
-	id, token := e.rec.ID, m.imageToken(ctx, snap)
-	if prev != StateRunning {
-		if err := m.restore(ctx, e.rec, snap.ImageDir, token); err != nil {
-			m.destroy(ctx, e)
-			return fmt.Errorf("rollback %s: restore failed, sandbox killed: %w", id, err)
+// rollbackTarget validates a rollback of sandbox id to snapshotID and
+// returns the snapshot.
+func (m *Manager) rollbackTarget(ctx context.Context, id, snapshotID string) (*store.Template, error) {
+	if snapshotID == "" {
+		return nil, fmt.Errorf("snapshotID is required: %w", errdefs.ErrInvalidArgument)
+	}
+	if _, err := m.Get(ctx, id); err != nil {
+		return nil, err
+	}
+	snap, err := m.st.GetTemplate(ctx, snapshotID)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %q: %w", snapshotID, err)
+	}
+	if snap.Kind != store.KindSnapshot {
+		return nil, fmt.Errorf("%s is a template, not a snapshot: %w", snapshotID, errdefs.ErrInvalidArgument)
+	}
+	if ok, err := m.inLineage(ctx, id, snap); err != nil || !ok {
+		return nil, fmt.Errorf("snapshot %s is not of sandbox %s's lineage: %w", snapshotID, id, errdefs.ErrInvalidArgument)
+	}
+	return snap, nil
+}
+
+// rollbackRuntime puts snap's state into the runtime under o's sandbox id.
+// A running sandbox is replaced in place, and keeps running unchanged if
+// that fails; a paused one has nothing in the runtime and is restored, and
+// stays paused with its image if that fails. On failure o has ended.
+func (m *Manager) rollbackRuntime(ctx context.Context, o *op, snap *store.Template) error {
+	id, token := o.id(), m.imageToken(ctx, snap)
+	if o.from != StateRunning {
+		if err := m.restore(ctx, &o.undo, o.e.rec, snap.ImageDir, token); err != nil {
+			return o.fail(ctx, fmt.Errorf("rollback %s: restore failed, sandbox stays paused: %w", id, err), StatePaused, nil)
 		}
 		return nil
 	}
 	cp, err := m.checkpointer()
 	if err == nil {
-		_, err = cp.Replace(ctx, m.spec(&e.rec), snap.ImageDir)
+		_, err = cp.Replace(ctx, m.spec(&o.e.rec), snap.ImageDir)
 	}
 	if err != nil {
-		m.release(ctx, e, StateRunning, nil)
-		return fmt.Errorf("rollback %s: %w", id, err)
+		return o.fail(ctx, fmt.Errorf("rollback %s: %w", id, err), StateRunning, nil)
 	}
-	if err := m.initAgent(ctx, &e.rec, token); err != nil {
+	if err := m.initAgent(ctx, &o.e.rec, token); err != nil {
 		// The old state is gone: the sandbox is lost, which the caller
 		// must hear about plainly.
-		m.destroy(ctx, e)
-		return fmt.Errorf("rollback %s: restored sandbox did not answer, killed: %w", id, err)
+		return errors.Join(fmt.Errorf("rollback %s: restored sandbox did not answer, killed: %w", id, err), m.destroy(ctx, o))
 	}
 	return nil
 }

@@ -21,8 +21,9 @@ type SnapshotOptions struct {
 	// Temporary snapshots (made for a clone) are removed automatically when
 	// their last user is gone.
 	Temporary bool
-	// Origin records the operation that made it ("snapshot", "clone").
-	Origin string
+	// Origin records the operation that made it (OriginSnapshot when
+	// empty, OriginClone).
+	Origin Origin
 }
 
 func (m *Manager) snapshotDir(id string) string {
@@ -33,31 +34,31 @@ func (m *Manager) snapshotDir(id string) string {
 // can start from. A running sandbox is frozen only while its memory is
 // written and keeps running; a paused one stays paused (its pause image is
 // shared, not copied).
-func (m *Manager) Snapshot(ctx context.Context, id string, o SnapshotOptions) (*store.Template, error) {
+func (m *Manager) Snapshot(ctx context.Context, id string, opts SnapshotOptions) (*store.Template, error) {
 	if _, err := m.checkpointer(); err != nil {
 		return nil, err
 	}
-	if o.Name != "" {
-		if _, err := m.st.GetTemplate(ctx, o.Name); err == nil {
-			return nil, fmt.Errorf("name %q is taken: %w", o.Name, errdefs.ErrAlreadyExists)
+	if opts.Name != "" {
+		if _, err := m.st.GetTemplate(ctx, opts.Name); err == nil {
+			return nil, fmt.Errorf("name %q is taken: %w", opts.Name, errdefs.ErrAlreadyExists)
 		}
 	}
-	e, prev, err := m.claimWaiting(ctx, id, StateSnapshotting, StateRunning, StatePaused)
+	o, err := m.claimWaiting(ctx, id, StateSnapshotting, StateRunning, StatePaused)
 	if err != nil {
 		return nil, err
 	}
 	ctx = context.WithoutCancel(ctx)
 	snapID := newID()
 	dir := m.snapshotDir(snapID)
-	err = m.captureImage(ctx, e, prev, dir)
-	m.release(ctx, e, prev, nil)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("snapshot %s: %w", id, err)
+	o.undo.Add("remove snapshot image", func(context.Context) error { return os.RemoveAll(dir) })
+	if err := m.captureImage(ctx, o, dir); err != nil {
+		return nil, o.fail(ctx, fmt.Errorf("snapshot %s: %w", id, err), o.from, nil)
 	}
-	tpl, err := m.recordSnapshot(ctx, e.rec, snapID, dir, o)
+	tpl, err := m.recordSnapshot(ctx, o.e.rec, snapID, dir, opts)
 	if err != nil {
-		os.RemoveAll(dir)
+		return nil, o.fail(ctx, err, o.from, nil)
+	}
+	if err := o.done(ctx, o.from, nil); err != nil {
 		return nil, err
 	}
 	m.log.Info("snapshot taken", "sandbox", id, "snapshot", snapID)
@@ -66,22 +67,22 @@ func (m *Manager) Snapshot(ctx context.Context, id string, o SnapshotOptions) (*
 
 // captureImage writes the state of a claimed sandbox into dir: a live
 // checkpoint when it was running, hard links to its pause image when paused.
-func (m *Manager) captureImage(ctx context.Context, e *entry, prev State, dir string) error {
-	if prev == StatePaused {
-		return linkTree(e.rec.ImageDir, dir)
+func (m *Manager) captureImage(ctx context.Context, o *op, dir string) error {
+	if o.from == StatePaused {
+		return linkTree(o.e.rec.ImageDir, dir)
 	}
-	return m.checkpointTo(ctx, e.rec.ID, dir, true)
+	return m.checkpointTo(ctx, o.id(), dir, true)
 }
 
 func (m *Manager) recordSnapshot(ctx context.Context, src store.Sandbox, snapID, dir string, o SnapshotOptions) (*store.Template, error) {
 	origin := o.Origin
 	if origin == "" {
-		origin = "snapshot"
+		origin = OriginSnapshot
 	}
 	tpl := &store.Template{
 		ID: snapID, Kind: store.KindSnapshot, RootFS: src.RootFS,
 		CPUCount: src.CPUCount, MemoryMB: src.MemoryMB, DiskSizeMB: src.DiskSizeMB,
-		ImageDir: dir, SourceSandboxID: src.ID, ParentID: src.ID, Origin: origin,
+		ImageDir: dir, SourceSandboxID: src.ID, ParentID: src.ID, Origin: string(origin),
 		CreatedAt: m.now().UTC(), Temporary: o.Temporary,
 	}
 	if o.Name != "" {

@@ -51,19 +51,57 @@ func mustTransition(from, to State) {
 	}
 }
 
-// Public reports the state the E2B API shows: clients know only running and
-// paused, so transient states are shown as where they are heading or coming
-// from.
-func (s State) Public() string {
+// PublicState is a state as the E2B API shows it: clients know only
+// running and paused (and killed, in lineage trees).
+type PublicState string
+
+// The public states.
+const (
+	PublicRunning PublicState = "running"
+	PublicPaused  PublicState = "paused"
+	PublicKilled  PublicState = "killed"
+)
+
+// Public reports the state the E2B API shows: transient states are shown as
+// where they are heading or coming from.
+func (s State) Public() PublicState {
 	switch s {
 	case StatePausing, StatePaused, StateResuming:
-		return "paused"
+		return PublicPaused
 	case StateKilling, StateKilled:
-		return "killed"
+		return PublicKilled
 	default:
-		return "running"
+		return PublicRunning
 	}
 }
+
+// states returns the precise states a public state stands for.
+func (p PublicState) states() ([]State, bool) {
+	switch p {
+	case PublicRunning:
+		return []State{StateCreating, StateRunning, StateSnapshotting}, true
+	case PublicPaused:
+		return []State{StatePausing, StatePaused, StateResuming}, true
+	default:
+		return nil, false
+	}
+}
+
+// Origin is the operation that made a sandbox or a snapshot; it is kept in
+// the record for the lineage tree. Nothing decides from it.
+type Origin string
+
+// The origins.
+const (
+	// OriginCreate: a sandbox created from a template.
+	OriginCreate Origin = "create"
+	// OriginRestore: a sandbox created from a snapshot.
+	OriginRestore Origin = "restore"
+	// OriginClone: a sandbox copied by fork/clone, or the snapshot made for it.
+	OriginClone Origin = "clone"
+	// OriginSnapshot: a snapshot a user asked for.
+	OriginSnapshot Origin = "snapshot"
+)
 
 // Live reports whether a sandbox in this state still holds runtime resources
 // or a stored image (everything but killed).

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/sandbox"
 )
 
 // metrics is GET /sandboxes/{id}/metrics?start&end (Unix seconds): the
@@ -51,7 +52,7 @@ func (s *Server) readMetrics(ctx context.Context, id string) ([]metricJSON, erro
 		return nil, err
 	}
 	out := []metricJSON{}
-	if sb.State.Public() != "running" {
+	if sb.State.Public() != sandbox.PublicRunning {
 		return out, nil
 	}
 	ms, err := s.mgr.Metrics(ctx, id)

@@ -65,7 +65,7 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if sb.State.Public() == "running" {
+	if sb.State.Public() == sandbox.PublicRunning {
 		writeError(w, fmt.Errorf("sandbox %s is already running: %w", id, errdefs.ErrConflict))
 		return
 	}

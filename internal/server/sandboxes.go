@@ -89,7 +89,7 @@ func (s *Server) listV1(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	sbs, _, err := s.mgr.List(r.Context(), sandbox.ListFilter{States: []string{"running"}, Metadata: md})
+	sbs, _, err := s.mgr.List(r.Context(), sandbox.ListFilter{States: []sandbox.PublicState{sandbox.PublicRunning}, Metadata: md})
 	if err != nil {
 		writeError(w, err)
 		return
@@ -151,17 +151,17 @@ func parseListFilter(q url.Values) (sandbox.ListFilter, error) {
 	f := sandbox.ListFilter{Metadata: md, Limit: defaultPageSize, NextToken: q.Get("nextToken"), ListOrder: order}
 	for _, v := range q["state"] {
 		for st := range strings.SplitSeq(v, ",") {
-			switch st = strings.TrimSpace(st); st {
+			switch ps := sandbox.PublicState(strings.TrimSpace(st)); ps {
 			case "":
-			case "running", "paused":
-				f.States = append(f.States, st)
+			case sandbox.PublicRunning, sandbox.PublicPaused:
+				f.States = append(f.States, ps)
 			default:
-				return sandbox.ListFilter{}, fmt.Errorf("unknown state %q: %w", st, errdefs.ErrInvalidArgument)
+				return sandbox.ListFilter{}, fmt.Errorf("unknown state %q: %w", strings.TrimSpace(st), errdefs.ErrInvalidArgument)
 			}
 		}
 	}
 	if len(f.States) == 0 {
-		f.States = []string{"running", "paused"} // never the transient killing
+		f.States = []sandbox.PublicState{sandbox.PublicRunning, sandbox.PublicPaused} // never the transient killing
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)

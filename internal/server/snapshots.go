@@ -172,7 +172,7 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rollbackJSON{SandboxID: sb.ID, SnapshotID: snap.ID, Status: sb.State.Public()})
+	writeJSON(w, http.StatusOK, rollbackJSON{SandboxID: sb.ID, SnapshotID: snap.ID, Status: string(sb.State.Public())})
 }
 
 // lineage is GET /sandboxes/{id}/lineage: the tree (sandbox.LineageNode)

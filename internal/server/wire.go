@@ -110,7 +110,7 @@ func toListed(sb *sandbox.Sandbox) listedJSON {
 		TemplateID: sb.TemplateID, Alias: sb.Alias, SandboxID: sb.ID, ClientID: sb.ClientID,
 		StartedAt: wireTime(sb.StartedAt), EndAt: wireTime(sb.EndAt),
 		CPUCount: sb.CPUCount, MemoryMB: sb.MemoryMB, DiskSizeMB: sb.DiskSizeMB,
-		Metadata: md, State: sb.State.Public(), EnvdVersion: sb.EnvdVersion,
+		Metadata: md, State: string(sb.State.Public()), EnvdVersion: sb.EnvdVersion,
 		VolumeMounts: []volumeMountJSON{},
 	}
 }

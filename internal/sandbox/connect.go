@@ -1,0 +1,62 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+)
+
+// Connect makes sure a sandbox is running and returns it: a running one has
+// its deadline extended to now+timeout (never shortened); a paused one — or
+// one being paused, once that finishes — is resumed with a fresh deadline.
+// resumed reports which happened.
+func (m *Manager) Connect(ctx context.Context, id string, timeout time.Duration) (sb *Sandbox, resumed bool, err error) {
+	ttl, err := m.ttl(timeout)
+	if err != nil {
+		return nil, false, err
+	}
+	for {
+		sb, err := m.extend(ctx, id, ttl, StateRunning, StateSnapshotting)
+		if err == nil {
+			return sb, false, nil
+		}
+		if !errors.Is(err, errdefs.ErrConflict) {
+			return nil, false, err
+		}
+		o, cerr := m.claim(ctx, id, StateResuming, StatePaused)
+		if cerr == nil {
+			sb, err := m.resume(ctx, o, ttl)
+			return sb, err == nil, err
+		}
+		if !errors.Is(cerr, errdefs.ErrConflict) {
+			return nil, false, cerr
+		}
+		if err := m.waitIdle(ctx, id); err != nil {
+			return nil, false, err
+		}
+	}
+}
+
+// resume restores a paused sandbox claimed by o from its image; on failure
+// it stays paused with its image.
+func (m *Manager) resume(ctx context.Context, o *op, ttl time.Duration) (*Sandbox, error) {
+	ctx = context.WithoutCancel(ctx)
+	rec := o.e.rec
+	if err := m.restore(ctx, &o.undo, rec, rec.ImageDir, rec.EnvdAccessToken); err != nil {
+		return nil, o.fail(ctx, fmt.Errorf("resume %s: %w", rec.ID, err), StatePaused, nil)
+	}
+	os.RemoveAll(rec.ImageDir)
+	if err := o.done(ctx, StateRunning, func(e *entry) {
+		e.rec.ImageDir = ""
+		e.rec.EndAt = m.now().Add(ttl)
+		e.gen++
+	}); err != nil {
+		return nil, err
+	}
+	m.log.Info("sandbox resumed", "sandbox", rec.ID)
+	return m.Get(ctx, rec.ID)
+}

@@ -1,0 +1,61 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/forkbox/forkbox/internal/cleanup"
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/runtime"
+	"github.com/forkbox/forkbox/internal/store"
+)
+
+// checkpointer returns the runtime's checkpoint ability, or an error saying
+// this backend cannot persist memory.
+func (m *Manager) checkpointer() (runtime.Checkpointer, error) {
+	cp, ok := m.rt.(runtime.Checkpointer)
+	if !ok {
+		return nil, fmt.Errorf("runtime %s cannot checkpoint: %w", m.rt.Name(), errdefs.ErrUnavailable)
+	}
+	return cp, nil
+}
+
+// checkpointTo writes id's state into a fresh directory dir.
+func (m *Manager) checkpointTo(ctx context.Context, id, dir string, leaveRunning bool) error {
+	cp, err := m.checkpointer()
+	if err != nil {
+		return err
+	}
+	os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("image dir: %w", err)
+	}
+	return cp.Checkpoint(ctx, id, dir, runtime.CheckpointOptions{LeaveRunning: leaveRunning})
+}
+
+// restore starts sandbox rec from an image and re-initialises its agent
+// (new env, token and a reseed: a restored image duplicates PRNG state);
+// imageToken is the access token the image's agent holds. The restored
+// sandbox's removal is pushed on undo, so the caller's failure removes it.
+func (m *Manager) restore(ctx context.Context, undo *cleanup.Stack, rec store.Sandbox, imageDir, imageToken string) error {
+	cp, err := m.checkpointer()
+	if err != nil {
+		return err
+	}
+	if _, err := cp.Restore(ctx, m.spec(&rec), imageDir); err != nil {
+		return err
+	}
+	undo.Add("delete restored sandbox", func(ctx context.Context) error { return m.rt.Delete(ctx, rec.ID) })
+	return m.initAgent(ctx, &rec, imageToken)
+}
+
+// imageToken returns the access token held by the agent inside a snapshot's
+// image: its source sandbox's, which never changes after creation.
+func (m *Manager) imageToken(ctx context.Context, snap *store.Template) string {
+	src, err := m.st.GetSandbox(ctx, snap.SourceSandboxID)
+	if err != nil {
+		return ""
+	}
+	return src.EnvdAccessToken
+}
