@@ -38,6 +38,11 @@ type Runtime struct {
 	// Handler returns what serves sandbox id (every port reaches it). Nil,
 	// or a nil result, makes Dial fail with ErrUnavailable.
 	Handler func(id string) http.Handler
+	// PortHandler, when set, is used instead of Handler: each port of a
+	// sandbox gets its own handler, asked for on the port's first Dial; a
+	// nil result means nothing listens there (Dial fails). A restored
+	// sandbox asks afresh.
+	PortHandler func(id string, port int) http.Handler
 	// FailCreate, FailRestore and FailCheckpoint inject failures: a
 	// non-nil result is returned and nothing changes.
 	FailCreate     func(spec runtime.Spec) error
@@ -61,6 +66,7 @@ type sandbox struct {
 	handler http.Handler
 	ln      *pipeListener
 	srv     *http.Server
+	ports   map[int]*portServer // with PortHandler
 }
 
 // image is a checkpoint held in memory.
@@ -130,6 +136,7 @@ func (r *Runtime) startLocked(spec runtime.Spec, h http.Handler) *sandbox {
 // stop ends the sandbox's server; it stays known until Delete.
 func (sb *sandbox) stop() {
 	sb.state = runtime.StateStopped
+	sb.stopPorts()
 	if sb.srv != nil {
 		sb.srv.Close()
 		sb.ln.Close()
@@ -203,14 +210,22 @@ func (r *Runtime) List(ctx context.Context) ([]runtime.Info, error) {
 func (r *Runtime) Dial(ctx context.Context, id string, port int) (net.Conn, error) {
 	r.mu.Lock()
 	sb, err := r.getLocked(id)
+	var ln *pipeListener
+	stopped := false
+	if err == nil {
+		ln, stopped = sb.ln, sb.state == runtime.StateStopped
+		if r.PortHandler != nil && !stopped {
+			ln = r.portListenerLocked(sb, port)
+		}
+	}
 	r.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	if sb.ln == nil || sb.state == runtime.StateStopped {
+	if ln == nil || stopped {
 		return nil, fmt.Errorf("dial %s port %d: nothing listening: %w", id, port, errdefs.ErrUnavailable)
 	}
-	c, ok := sb.ln.dial()
+	c, ok := ln.dial()
 	if !ok {
 		return nil, fmt.Errorf("dial %s port %d: sandbox stopped: %w", id, port, errdefs.ErrUnavailable)
 	}
@@ -261,6 +276,7 @@ func (r *Runtime) transition(id string, from, to runtime.State) error {
 	if sb.ln != nil {
 		sb.ln.setFrozen(to == runtime.StatePaused)
 	}
+	sb.freezePorts(to == runtime.StatePaused)
 	return nil
 }
 
