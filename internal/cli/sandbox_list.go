@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -44,22 +45,9 @@ shift them.`,
 					return fmt.Errorf("--started-after must be an RFC 3339 time: %w", err)
 				}
 			}
-			c := a.client()
-			var list []client.SandboxInfo
-			for {
-				page, next, err := c.ListSandboxes(cmd.Context(), o)
-				if err != nil {
-					return err
-				}
-				list = append(list, page...)
-				if next == "" {
-					break
-				}
-				if !all {
-					fmt.Fprintf(a.stderr, "more sandboxes: use --all or --next-token %s\n", next)
-					break
-				}
-				o.NextToken = next
+			list, err := a.listSandboxPages(cmd.Context(), o, all)
+			if err != nil {
+				return err
 			}
 			if a.json {
 				return a.printJSON(list)
@@ -77,6 +65,28 @@ shift them.`,
 	f.StringVar(&o.Template, "template", "", "keep sandboxes of this template (id or name)")
 	f.StringVar(&after, "started-after", "", "keep sandboxes started at or after this RFC 3339 `time`")
 	return cmd
+}
+
+// listSandboxPages lists one page, or every page with all; the token of
+// an unread next page is reported on stderr.
+func (a *app) listSandboxPages(ctx context.Context, o client.ListOptions, all bool) ([]client.SandboxInfo, error) {
+	c := a.client()
+	var list []client.SandboxInfo
+	for {
+		page, next, err := c.ListSandboxes(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, page...)
+		if next == "" {
+			return list, nil
+		}
+		if !all {
+			fmt.Fprintf(a.stderr, "more sandboxes: use --all or --next-token %s\n", next)
+			return list, nil
+		}
+		o.NextToken = next
+	}
 }
 
 func (a *app) printSandboxInfos(list []client.SandboxInfo) error {

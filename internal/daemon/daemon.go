@@ -110,7 +110,7 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 	}
-	srv, err := server.New(server.Config{Manager: mgr, Store: st, Logger: log, Domain: o.Domain})
+	srv, err := server.New(server.Config{Manager: mgr, Keys: st, Logger: log, Domain: o.Domain})
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,9 @@ type DepChecker struct {
 	// through another package, to the reason. Test-only imports are not
 	// dependencies.
 	BadDeps map[string]string
+	// BadImports maps import paths the package must not import itself
+	// (a layer below may) to the reason.
+	BadImports map[string]string
 }
 
 // Check fails t for every bad dependency of the package.
@@ -29,18 +32,29 @@ func (c DepChecker) Check(t testing.TB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range c.violations(deps) {
+	imports, err := c.imports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range c.violations(deps, imports) {
 		t.Error(v)
 	}
 }
 
 // deps lists the package's transitive dependencies (and itself).
-func (c DepChecker) deps() ([]string, error) {
+func (c DepChecker) deps() ([]string, error) { return c.list("{{.ImportPath}}", "-deps") }
+
+// imports lists the package's own imports.
+func (c DepChecker) imports() ([]string, error) { return c.list(`{{join .Imports "\n"}}`) }
+
+// list runs go list on the package with a -f template.
+func (c DepChecker) list(format string, flags ...string) ([]string, error) {
 	pkg := c.Pkg
 	if pkg == "" {
 		pkg = "."
 	}
-	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", pkg).Output()
+	args := append(append([]string{"list"}, flags...), "-f", format, pkg)
+	out, err := exec.Command("go", args...).Output()
 	if err != nil {
 		if ee, ok := err.(*exec.ExitError); ok {
 			return nil, &listError{pkg: pkg, stderr: string(ee.Stderr), err: err}
@@ -50,12 +64,18 @@ func (c DepChecker) deps() ([]string, error) {
 	return strings.Fields(string(out)), nil
 }
 
-// violations describes each bad dependency found in deps, sorted.
-func (c DepChecker) violations(deps []string) []string {
+// violations describes each bad dependency found in deps and each bad
+// import in imports, sorted.
+func (c DepChecker) violations(deps, imports []string) []string {
 	var out []string
 	for _, d := range deps {
 		if why, bad := c.BadDeps[d]; bad {
 			out = append(out, "bad dependency "+d+": "+why)
+		}
+	}
+	for _, d := range imports {
+		if why, bad := c.BadImports[d]; bad {
+			out = append(out, "bad import "+d+": "+why)
 		}
 	}
 	slices.Sort(out)

@@ -20,6 +20,10 @@ func TestCatchesPlantedImport(t *testing.T) {
 		{"transitive", DepChecker{Pkg: "./testdata/badimport", BadDeps: map[string]string{
 			"github.com/forkbox/forkbox/internal/netns": "gvisor imports it",
 		}}, 1},
+		{"direct import", DepChecker{Pkg: "./testdata/badimport", BadImports: map[string]string{
+			"github.com/forkbox/forkbox/internal/runtime/gvisor": "planted",
+			"github.com/forkbox/forkbox/internal/netns":          "only gvisor imports it",
+		}}, 1},
 		{"clean", DepChecker{Pkg: "github.com/forkbox/forkbox/internal/errdefs", BadDeps: map[string]string{
 			"github.com/forkbox/forkbox/internal/runtime/gvisor": "never",
 		}}, 0},
@@ -29,12 +33,16 @@ func TestCatchesPlantedImport(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v := tc.c.violations(deps)
+			imports, err := tc.c.imports()
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := tc.c.violations(deps, imports)
 			if len(v) != tc.want {
 				t.Fatalf("violations = %q, want %d", v, tc.want)
 			}
 			for _, s := range v {
-				if !strings.HasPrefix(s, "bad dependency ") {
+				if !strings.HasPrefix(s, "bad dependency ") && !strings.HasPrefix(s, "bad import ") {
 					t.Errorf("violation %q", s)
 				}
 			}

@@ -1,13 +1,11 @@
 // Package errdefs defines the error classes every forkbox package wraps its
 // errors with. Packages return fmt.Errorf("...: %w", errdefs.ErrNotFound) and
-// only the API edge (internal/server) turns a class into an HTTP status, so
-// the mapping lives in exactly one place.
+// only the API edge turns a class into an HTTP status (internal/server's
+// status table, as containerd's errdefs/pkg/errhttp does), so the mapping
+// lives in exactly one place and this package knows nothing of HTTP.
 package errdefs
 
-import (
-	"errors"
-	"net/http"
-)
+import "errors"
 
 // The error classes. Wrap them with %w; test with errors.Is.
 var (
@@ -31,33 +29,6 @@ var (
 	// ErrInternal: a bug or an unexpected host failure.
 	ErrInternal = errors.New("internal error")
 )
-
-// classes lists the classes in the order HTTPStatus tests them.
-var classes = []struct {
-	err    error
-	status int
-}{
-	{ErrInvalidArgument, http.StatusBadRequest},
-	{ErrUnauthenticated, http.StatusUnauthorized},
-	{ErrForbidden, http.StatusForbidden},
-	{ErrNotFound, http.StatusNotFound},
-	{ErrAlreadyExists, http.StatusConflict},
-	{ErrConflict, http.StatusConflict},
-	{ErrResourceExhausted, http.StatusTooManyRequests},
-	{ErrUnavailable, http.StatusServiceUnavailable},
-	{ErrInternal, http.StatusInternalServerError},
-}
-
-// HTTPStatus maps err to the status the REST API answers with. Errors that
-// carry no class are internal errors.
-func HTTPStatus(err error) int {
-	for _, c := range classes {
-		if errors.Is(err, c.err) {
-			return c.status
-		}
-	}
-	return http.StatusInternalServerError
-}
 
 // IsNotFound reports whether err is of class ErrNotFound.
 func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -52,7 +52,7 @@ func (m *Manager) Clone(ctx context.Context, id string, o CloneOptions) (*CloneR
 	if err != nil {
 		return nil, err
 	}
-	snap, err := m.Snapshot(ctx, id, SnapshotOptions{Temporary: true, Origin: OriginClone})
+	snap, rec, err := m.snapshot(ctx, id, SnapshotOptions{Temporary: true, Origin: OriginClone})
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func (m *Manager) Clone(ctx context.Context, id string, o CloneOptions) (*CloneR
 	// The snapshot is the clone's to remove while no copy uses it.
 	undo := cleanup.New(m.log)
 	undo.Add("remove clone snapshot", func(ctx context.Context) error { return m.removeSnapshot(ctx, snap) })
-	res := m.restoreCopies(ctx, src.Sandbox, snap, o.Count, ttl, o.Concurrency)
+	res := m.restoreCopies(ctx, rec, snap, o.Count, ttl, o.Concurrency)
 	switch {
 	case o.Strict && res.failed() > 0:
 		undo.Add("kill clones", func(ctx context.Context) error { m.killAll(ctx, res.Sandboxes); return nil })

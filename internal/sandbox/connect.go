@@ -13,7 +13,8 @@ import (
 // Connect makes sure a sandbox is running and returns it: a running one has
 // its deadline extended to now+timeout (never shortened); a paused one — or
 // one being paused, once that finishes — is resumed with a fresh deadline.
-// resumed reports which happened.
+// resumed reports which happened. A sandbox still being created is
+// ErrConflict, as on the data plane.
 func (m *Manager) Connect(ctx context.Context, id string, timeout time.Duration) (sb *Sandbox, resumed bool, err error) {
 	ttl, err := m.ttl(timeout)
 	if err != nil {
@@ -27,7 +28,7 @@ func (m *Manager) Connect(ctx context.Context, id string, timeout time.Duration)
 		if !errors.Is(err, errdefs.ErrConflict) {
 			return nil, false, err
 		}
-		o, cerr := m.claim(ctx, id, StateResuming, StatePaused)
+		o, prev, cerr := m.tryClaim(ctx, id, StateResuming, StatePaused)
 		if cerr == nil {
 			sb, err := m.resume(ctx, o, ttl)
 			return sb, err == nil, err
@@ -35,10 +36,31 @@ func (m *Manager) Connect(ctx context.Context, id string, timeout time.Duration)
 		if !errors.Is(cerr, errdefs.ErrConflict) {
 			return nil, false, cerr
 		}
+		if prev == StateCreating {
+			return nil, false, fmt.Errorf("sandbox %s is still being created: %w", id, errdefs.ErrConflict)
+		}
 		if err := m.waitIdle(ctx, id); err != nil {
 			return nil, false, err
 		}
 	}
+}
+
+// Resume is the deprecated resume call: a paused sandbox (or one being
+// paused) is resumed as by Connect; a running one is ErrConflict, as E2B
+// answers it.
+func (m *Manager) Resume(ctx context.Context, id string, timeout time.Duration) (*Sandbox, error) {
+	m.mu.Lock()
+	e, err := m.lookupLocked(id)
+	running := err == nil && e.state.Public() == PublicRunning
+	m.mu.Unlock()
+	switch {
+	case err != nil:
+		return nil, err
+	case running:
+		return nil, fmt.Errorf("sandbox %s is already running: %w", id, errdefs.ErrConflict)
+	}
+	sb, _, err := m.Connect(ctx, id, timeout)
+	return sb, err
 }
 
 // resume restores a paused sandbox claimed by o from its image; on failure

@@ -191,3 +191,13 @@ func (e *env) shutdown(t *testing.T) {
 // testLogOut receives the manager's logs (io.Discard; swap for os.Stderr
 // when debugging a test).
 var testLogOut io.Writer = io.Discard
+
+// imageDir is the pause image sandbox id's record points to.
+func (e *env) imageDir(id string) string {
+	e.m.mu.Lock()
+	defer e.m.mu.Unlock()
+	if en, ok := e.m.boxes[id]; ok {
+		return en.rec.ImageDir
+	}
+	return ""
+}

@@ -12,15 +12,15 @@ import (
 
 // LineageNode is one sandbox or snapshot in a lineage tree.
 type LineageNode struct {
-	ID        string           `json:"id"`
-	Kind      string           `json:"kind"` // "sandbox" or "snapshot"
-	ParentID  string           `json:"parentId,omitempty"`
-	Origin    string           `json:"origin,omitempty"`
-	State     string           `json:"state,omitempty"`
-	Name      string           `json:"name,omitempty"`
-	CreatedAt time.Time        `json:"createdAt"`
-	Rollbacks []store.Rollback `json:"rollbacks,omitempty"`
-	Children  []*LineageNode   `json:"children,omitempty"`
+	ID        string         `json:"id"`
+	Kind      string         `json:"kind"` // "sandbox" or "snapshot"
+	ParentID  string         `json:"parentId,omitempty"`
+	Origin    string         `json:"origin,omitempty"`
+	State     string         `json:"state,omitempty"`
+	Name      string         `json:"name,omitempty"`
+	CreatedAt time.Time      `json:"createdAt"`
+	Rollbacks []Rollback     `json:"rollbacks,omitempty"`
+	Children  []*LineageNode `json:"children,omitempty"`
 }
 
 // Lineage returns the whole tree id belongs to: from its oldest known
@@ -82,7 +82,7 @@ func (m *Manager) lineageNodes(ctx context.Context) (map[string]*LineageNode, er
 	for _, s := range sbs {
 		nodes[s.ID] = &LineageNode{
 			ID: s.ID, Kind: "sandbox", ParentID: s.ParentID, Origin: s.Origin,
-			State: string(State(s.State).Public()), CreatedAt: s.StartedAt, Rollbacks: s.Rollbacks,
+			State: string(State(s.State).Public()), CreatedAt: s.StartedAt, Rollbacks: rollbacksOf(s.Rollbacks),
 		}
 	}
 	return nodes, nil

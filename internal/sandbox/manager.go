@@ -186,21 +186,6 @@ func setDefaults(cfg *Config) {
 	}
 }
 
-// Sandbox is a snapshot of one sandbox's record and state, safe to keep.
-type Sandbox struct {
-	store.Sandbox
-	// State is the precise lifecycle state (store.Sandbox.State mirrors it).
-	State State
-}
-
-func (e *entry) view() *Sandbox {
-	rec := e.rec
-	rec.Metadata = cloneMap(e.rec.Metadata)
-	rec.EnvVars = cloneMap(e.rec.EnvVars)
-	rec.State = string(e.state)
-	return &Sandbox{Sandbox: rec, State: e.state}
-}
-
 // Get returns a live sandbox. Killed or unknown sandboxes are ErrNotFound.
 func (m *Manager) Get(ctx context.Context, id string) (*Sandbox, error) {
 	m.mu.Lock()
@@ -251,7 +236,7 @@ func (m *Manager) List(ctx context.Context, f ListFilter) ([]*Sandbox, string, e
 	}
 	out := make([]*Sandbox, 0, len(recs))
 	for _, r := range recs {
-		out = append(out, &Sandbox{Sandbox: *r, State: State(r.State)})
+		out = append(out, sandboxOf(r, State(r.State)))
 	}
 	return out, next, nil
 }

@@ -21,9 +21,20 @@ type Metric struct {
 // or restore would otherwise be charged to a few milliseconds.
 const firstSample = 100 * time.Millisecond
 
-// Metrics reads the sandbox's current resource use. CPU percentage is over
-// the time since the previous reading (the first reading samples briefly).
+// Metrics reads the sandbox's current resource use: one reading, none while
+// the sandbox is not running. CPU percentage is over the time since the
+// previous reading (the first reading samples briefly).
 func (m *Manager) Metrics(ctx context.Context, id string) ([]Metric, error) {
+	m.mu.Lock()
+	e, err := m.lookupLocked(id)
+	running := err == nil && e.state.Public() == PublicRunning
+	m.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if !running {
+		return []Metric{}, nil
+	}
 	if err := m.checkRunning(id); err != nil {
 		return nil, err
 	}
@@ -37,8 +48,7 @@ func (m *Manager) Metrics(ctx context.Context, id string) ([]Metric, error) {
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, err := m.lookupLocked(id)
-	if err != nil {
+	if e, err = m.lookupLocked(id); err != nil {
 		return nil, err
 	}
 	since, used := e.lastCPUTime, st.CPUUsage-e.lastCPU

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -16,13 +17,19 @@ func (m *Manager) pauseDir(id string) string {
 // Pause starts persisting a running sandbox (memory and files) to disk and
 // returns at once: the sandbox reports paused from now on, data-plane calls
 // get ErrConflict until it completes, and Connect waits for it. Pausing a
-// paused sandbox is ErrConflict.
+// sandbox that is not running (paused, being paused, still being created,
+// busy) is ErrConflict.
 func (m *Manager) Pause(ctx context.Context, id string) error {
 	if _, err := m.checkpointer(); err != nil {
 		return err
 	}
-	o, err := m.claim(ctx, id, StatePausing, StateRunning)
-	if err != nil {
+	o, prev, err := m.tryClaim(ctx, id, StatePausing, StateRunning)
+	switch {
+	case errdefs.IsConflict(err) && prev.Public() == PublicPaused:
+		return fmt.Errorf("sandbox %s is already paused: %w", id, errdefs.ErrConflict)
+	case errdefs.IsConflict(err):
+		return fmt.Errorf("sandbox %s is %s and cannot be paused now: %w", id, prev, errdefs.ErrConflict)
+	case err != nil:
 		return err
 	}
 	go m.finishPause(context.WithoutCancel(ctx), o)

@@ -112,7 +112,7 @@ func TestSnapshotOutlivesSandbox(t *testing.T) {
 	if _, err := e.m.Create(ctx, CreateRequest{TemplateID: snap.ID}); !errdefs.IsNotFound(err) {
 		t.Errorf("create from deleted snapshot: %v", err)
 	}
-	if _, err := os.Stat(snap.ImageDir); !os.IsNotExist(err) {
+	if _, err := os.Stat(e.m.snapshotDir(snap.ID)); !os.IsNotExist(err) {
 		t.Errorf("snapshot image left on disk")
 	}
 }

@@ -57,7 +57,7 @@ func TestRollbackFailureKeepsPausedSandbox(t *testing.T) {
 			}
 			e.rt.FailRestore = nil
 			got, err := e.m.Get(ctx, sb.ID)
-			if err != nil || got.State != StatePaused || got.ImageDir != image {
+			if err != nil || got.State != StatePaused || e.imageDir(sb.ID) != image {
 				t.Fatalf("after failed rollback: %+v %v; want paused with image %s", got, err, image)
 			}
 			if !imageExists(image) {

@@ -34,35 +34,46 @@ func (m *Manager) snapshotDir(id string) string {
 // can start from. A running sandbox is frozen only while its memory is
 // written and keeps running; a paused one stays paused (its pause image is
 // shared, not copied).
-func (m *Manager) Snapshot(ctx context.Context, id string, opts SnapshotOptions) (*store.Template, error) {
-	if _, err := m.checkpointer(); err != nil {
+func (m *Manager) Snapshot(ctx context.Context, id string, opts SnapshotOptions) (*Snapshot, error) {
+	tpl, _, err := m.snapshot(ctx, id, opts)
+	if err != nil {
 		return nil, err
+	}
+	return snapshotOf(tpl), nil
+}
+
+// snapshot is Snapshot, returning the snapshot's record and the source's
+// record as it was captured.
+func (m *Manager) snapshot(ctx context.Context, id string, opts SnapshotOptions) (*store.Template, store.Sandbox, error) {
+	if _, err := m.checkpointer(); err != nil {
+		return nil, store.Sandbox{}, err
 	}
 	if opts.Name != "" {
 		if _, err := m.st.GetTemplate(ctx, opts.Name); err == nil {
-			return nil, fmt.Errorf("name %q is taken: %w", opts.Name, errdefs.ErrAlreadyExists)
+			return nil, store.Sandbox{}, fmt.Errorf("name %q is taken: %w", opts.Name, errdefs.ErrAlreadyExists)
 		}
 	}
 	o, err := m.claimWaiting(ctx, id, StateSnapshotting, StateRunning, StatePaused)
 	if err != nil {
-		return nil, err
+		return nil, store.Sandbox{}, err
 	}
 	ctx = context.WithoutCancel(ctx)
 	snapID := newID()
 	dir := m.snapshotDir(snapID)
 	o.undo.Add("remove snapshot image", func(context.Context) error { return os.RemoveAll(dir) })
 	if err := m.captureImage(ctx, o, dir); err != nil {
-		return nil, o.fail(ctx, fmt.Errorf("snapshot %s: %w", id, err), o.from, nil)
+		return nil, store.Sandbox{}, o.fail(ctx, fmt.Errorf("snapshot %s: %w", id, err), o.from, nil)
 	}
-	tpl, err := m.recordSnapshot(ctx, o.e.rec, snapID, dir, opts)
+	src := o.e.rec
+	tpl, err := m.recordSnapshot(ctx, src, snapID, dir, opts)
 	if err != nil {
-		return nil, o.fail(ctx, err, o.from, nil)
+		return nil, store.Sandbox{}, o.fail(ctx, err, o.from, nil)
 	}
 	if err := o.done(ctx, o.from, nil); err != nil {
-		return nil, err
+		return nil, store.Sandbox{}, err
 	}
 	m.log.Info("snapshot taken", "sandbox", id, "snapshot", snapID)
-	return tpl, nil
+	return tpl, src, nil
 }
 
 // captureImage writes the state of a claimed sandbox into dir: a live

@@ -30,7 +30,20 @@ type SnapshotFilter struct {
 // ListSnapshots returns snapshots newest first, a page at a time. The page
 // token is the position (creation time, id) of the page's last snapshot,
 // so snapshots taken or deleted between two pages move nothing.
-func (m *Manager) ListSnapshots(ctx context.Context, f SnapshotFilter) ([]*store.Template, string, error) {
+func (m *Manager) ListSnapshots(ctx context.Context, f SnapshotFilter) ([]*Snapshot, string, error) {
+	recs, next, err := m.listSnapshots(ctx, f)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]*Snapshot, len(recs))
+	for i, t := range recs {
+		out[i] = snapshotOf(t)
+	}
+	return out, next, nil
+}
+
+// listSnapshots is ListSnapshots on the records.
+func (m *Manager) listSnapshots(ctx context.Context, f SnapshotFilter) ([]*store.Template, string, error) {
 	after, err := decodeSnapshotToken(f.NextToken)
 	if err != nil {
 		return nil, "", err

@@ -9,7 +9,7 @@ import (
 )
 
 // requireAPIKey guards the control API: every call but the health probe
-// must carry a key the store knows, in X-API-Key or as a bearer token.
+// must carry a key Config.Keys knows, in X-API-Key or as a bearer token.
 func (s *Server) requireAPIKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/health" {
@@ -30,7 +30,7 @@ func (s *Server) authenticate(r *http.Request) error {
 	if key == "" {
 		return fmt.Errorf("missing API key: send it in the X-API-Key header: %w", errdefs.ErrUnauthenticated)
 	}
-	ok, err := s.st.HasAPIKey(r.Context(), key)
+	ok, err := s.keys.HasAPIKey(r.Context(), key)
 	if err != nil {
 		s.log.Error("check API key", "err", err)
 		return fmt.Errorf("check API key: %w", errdefs.ErrInternal)

@@ -84,23 +84,13 @@ func TestFork(t *testing.T) {
 	}
 
 	// Each fork fails or succeeds on its own.
-	e.rt.failRestore = failNth(e.rt.restores.Load() + 2)
+	e.failNthRestore(2)
 	resp, data = e.call("POST", "/sandboxes/"+src+"/fork", `{"count":3}`)
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("fork with a failure: %d %s", resp.StatusCode, data)
 	}
 	if ids, errs := forkEntries(t, data); len(ids) != 2 || len(errs) != 1 || errs[0]["code"].(float64) < 400 {
 		t.Errorf("fork with a failure: %s", data)
-	}
-}
-
-// failNth makes the fake runtime's Restore call number n fail.
-func failNth(n int64) func(int64, runtime.Spec) error {
-	return func(i int64, spec runtime.Spec) error {
-		if i == n {
-			return errors.New("injected restore failure")
-		}
-		return nil
 	}
 }
 
@@ -163,7 +153,7 @@ func TestClone(t *testing.T) {
 func TestCloneStrictFailureLeavesNothing(t *testing.T) {
 	e := newEnv(t)
 	src := e.create(nil)["sandboxID"].(string)
-	e.rt.failRestore = failNth(2)
+	e.failNthRestore(2)
 	resp, data := e.call("POST", "/sandboxes/"+src+"/clone", `{"count":3,"strict":true}`)
 	if resp.StatusCode < 400 {
 		t.Fatalf("strict clone with a failure: %d %s", resp.StatusCode, data)
@@ -180,7 +170,7 @@ func TestCloneStrictFailureLeavesNothing(t *testing.T) {
 	}
 
 	// Not strict: what started is returned.
-	e.rt.failRestore = failNth(e.rt.restores.Load() + 1)
+	e.failNthRestore(1)
 	resp, data = e.call("POST", "/sandboxes/"+src+"/clone", `{"count":3}`)
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("lenient clone with a failure: %d %s", resp.StatusCode, data)
@@ -193,7 +183,7 @@ func TestCloneStrictFailureLeavesNothing(t *testing.T) {
 	}
 
 	// Not strict, nothing started: an error.
-	e.rt.failRestore = func(int64, runtime.Spec) error { return errors.New("injected") }
+	e.rt.FailRestore = func(runtime.Spec, string) error { return errors.New("injected") }
 	resp, data = e.call("POST", "/sandboxes/"+src+"/clone", `{"count":2}`)
 	if resp.StatusCode < 400 {
 		t.Fatalf("clone where nothing started: %d %s", resp.StatusCode, data)

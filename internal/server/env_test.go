@@ -5,15 +5,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/forkbox/forkbox/internal/runtime"
+	"github.com/forkbox/forkbox/internal/runtime/fake"
 	"github.com/forkbox/forkbox/internal/sandbox"
 	"github.com/forkbox/forkbox/internal/store"
 )
@@ -26,7 +30,7 @@ type env struct {
 	srv *httptest.Server
 	s   *Server
 	mgr *sandbox.Manager
-	rt  *fakeRuntime
+	rt  *fake.Runtime
 
 	// release unblocks the sandbox handler's /stream second chunk.
 	release chan struct{}
@@ -47,7 +51,7 @@ func newEnv(t *testing.T, mutate ...func(*Config)) *env {
 	t.Cleanup(func() { st.Close() })
 	if err := st.PutTemplate(ctx, &store.Template{
 		ID: "base", Kind: store.KindTemplate, Aliases: []string{"base-alias"},
-		CPUCount: 2, MemoryMB: 512, DiskSizeMB: 1024,
+		CPUCount: 2, MemoryMB: 512, DiskSizeMB: 1024, RootFS: t.TempDir(),
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -55,8 +59,9 @@ func newEnv(t *testing.T, mutate ...func(*Config)) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, release: make(chan struct{}), inits: map[string]string{}}
-	e.rt = newFakeRuntime(e.sandboxHandler)
-	t.Cleanup(e.rt.closeAll)
+	e.rt = fake.New()
+	e.rt.PortHandler = e.sandboxHandler
+	t.Cleanup(e.deleteAll)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	e.mgr, err = sandbox.New(sandbox.Config{
 		Runtime: e.rt, Store: st, Logger: log, AgentWait: 5 * time.Second, ImageDir: t.TempDir(),
@@ -64,7 +69,7 @@ func newEnv(t *testing.T, mutate ...func(*Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Manager: e.mgr, Store: st, Logger: log}
+	cfg := Config{Manager: e.mgr, Keys: st, Logger: log}
 	for _, m := range mutate {
 		m(&cfg)
 	}
@@ -74,6 +79,25 @@ func newEnv(t *testing.T, mutate ...func(*Config)) *env {
 	e.srv = httptest.NewServer(e.s.Handler())
 	t.Cleanup(e.srv.Close)
 	return e
+}
+
+// deleteAll removes every fake sandbox, ending their servers.
+func (e *env) deleteAll() {
+	infos, _ := e.rt.List(context.Background())
+	for _, in := range infos {
+		e.rt.Delete(context.Background(), in.ID)
+	}
+}
+
+// failNthRestore makes the k-th Restore (or Replace) from now fail.
+func (e *env) failNthRestore(k int64) {
+	var n atomic.Int64
+	e.rt.FailRestore = func(runtime.Spec, string) error {
+		if n.Add(1) == k {
+			return errors.New("injected restore failure")
+		}
+		return nil
+	}
 }
 
 // sandboxHandler is what listens inside every fake sandbox: envd-like

@@ -11,6 +11,34 @@ import (
 	"github.com/forkbox/forkbox/internal/errdefs"
 )
 
+// statuses maps the errdefs classes to HTTP, tested in this order: the one
+// place a class becomes a status.
+var statuses = []struct {
+	class  error
+	status int
+}{
+	{errdefs.ErrInvalidArgument, http.StatusBadRequest},
+	{errdefs.ErrUnauthenticated, http.StatusUnauthorized},
+	{errdefs.ErrForbidden, http.StatusForbidden},
+	{errdefs.ErrNotFound, http.StatusNotFound},
+	{errdefs.ErrAlreadyExists, http.StatusConflict},
+	{errdefs.ErrConflict, http.StatusConflict},
+	{errdefs.ErrResourceExhausted, http.StatusTooManyRequests},
+	{errdefs.ErrUnavailable, http.StatusServiceUnavailable},
+	{errdefs.ErrInternal, http.StatusInternalServerError},
+}
+
+// httpStatus maps err to the status the API answers with. Errors that
+// carry no class are internal errors.
+func httpStatus(err error) int {
+	for _, c := range statuses {
+		if errors.Is(err, c.class) {
+			return c.status
+		}
+	}
+	return http.StatusInternalServerError
+}
+
 // apiError is the error body of every control-API answer: {code, message}.
 type apiError struct {
 	Code    int    `json:"code"`
@@ -37,7 +65,7 @@ func writeError(w http.ResponseWriter, err error) {
 // its errdefs class. Internal errors (500) carry internalMsg instead of
 // their own text, which may name host paths.
 func toAPIError(err error, internalMsg string) apiError {
-	status := errdefs.HTTPStatus(err)
+	status := httpStatus(err)
 	msg := err.Error()
 	if status == http.StatusInternalServerError {
 		msg = internalMsg

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
-	"github.com/forkbox/forkbox/internal/sandbox"
 )
 
 // metrics is GET /sandboxes/{id}/metrics?start&end (Unix seconds): the
@@ -47,18 +46,11 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 
 // readMetrics returns a sandbox's readings in the wire shape.
 func (s *Server) readMetrics(ctx context.Context, id string) ([]metricJSON, error) {
-	sb, err := s.mgr.Get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	out := []metricJSON{}
-	if sb.State.Public() != sandbox.PublicRunning {
-		return out, nil
-	}
 	ms, err := s.mgr.Metrics(ctx, id)
 	if err != nil {
 		return nil, err
 	}
+	out := []metricJSON{}
 	for _, m := range ms {
 		out = append(out, toMetric(m))
 	}

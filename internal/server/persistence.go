@@ -1,11 +1,7 @@
 package server
 
 import (
-	"fmt"
 	"net/http"
-
-	"github.com/forkbox/forkbox/internal/errdefs"
-	"github.com/forkbox/forkbox/internal/sandbox"
 )
 
 // pause is POST /sandboxes/{id}/pause {memory?}: 204 once the pause is
@@ -18,29 +14,11 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	id := r.PathValue("id")
-	if err := s.mgr.Pause(r.Context(), id); err != nil {
-		if errdefs.IsConflict(err) {
-			err = s.pauseConflict(r, id, err)
-		}
+	if err := s.mgr.Pause(r.Context(), r.PathValue("id")); err != nil {
 		writeError(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// pauseConflict words a refused pause for the client.
-func (s *Server) pauseConflict(r *http.Request, id string, err error) error {
-	sb, gerr := s.mgr.Get(r.Context(), id)
-	if gerr != nil {
-		return err
-	}
-	switch sb.State {
-	case sandbox.StatePaused, sandbox.StatePausing:
-		return fmt.Errorf("sandbox %s is already paused: %w", id, errdefs.ErrConflict)
-	default:
-		return fmt.Errorf("sandbox %s is %s and cannot be paused now: %w", id, sb.State, errdefs.ErrConflict)
-	}
 }
 
 // resume is the deprecated POST /sandboxes/{id}/resume {timeout,
@@ -59,17 +37,7 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	id := r.PathValue("id")
-	sb, err := s.mgr.Get(r.Context(), id)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if sb.State.Public() == sandbox.PublicRunning {
-		writeError(w, fmt.Errorf("sandbox %s is already running: %w", id, errdefs.ErrConflict))
-		return
-	}
-	sb, _, err = s.mgr.Connect(r.Context(), id, d)
+	sb, err := s.mgr.Resume(r.Context(), r.PathValue("id"), d)
 	if err != nil {
 		writeError(w, err)
 		return

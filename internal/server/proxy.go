@@ -246,7 +246,7 @@ func (d *dataPlane) failResume(w http.ResponseWriter, t target, err error) {
 	case errors.Is(err, errdefs.ErrNotFound), errors.Is(err, errdefs.ErrConflict):
 		d.fail(w, t, err)
 	default:
-		status, msg := errdefs.HTTPStatus(err), "sandbox "+t.id+" could not be resumed"
+		status, msg := httpStatus(err), "sandbox "+t.id+" could not be resumed"
 		if status == http.StatusInternalServerError {
 			status = http.StatusServiceUnavailable
 		} else {

@@ -63,14 +63,7 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	id := r.PathValue("id")
-	// A sandbox still being created is a conflict, as on the data plane:
-	// Manager.Connect would wait for the create to finish.
-	if sb, err := s.mgr.Get(r.Context(), id); err == nil && sb.State == sandbox.StateCreating {
-		writeError(w, fmt.Errorf("sandbox %s is still being created: %w", id, errdefs.ErrConflict))
-		return
-	}
-	sb, resumed, err := s.mgr.Connect(r.Context(), id, d)
+	sb, resumed, err := s.mgr.Connect(r.Context(), r.PathValue("id"), d)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -6,6 +6,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -16,7 +17,6 @@ import (
 
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/sandbox"
-	"github.com/forkbox/forkbox/internal/store"
 	"github.com/forkbox/forkbox/web"
 )
 
@@ -28,12 +28,18 @@ const (
 	CodeInterpreterPort = 49999
 )
 
-// Config configures a Server. Manager and Store are required.
+// APIKeys knows the API keys the control API accepts (a *store.Store).
+type APIKeys interface {
+	HasAPIKey(ctx context.Context, key string) (bool, error)
+}
+
+// Config configures a Server. Manager and Keys are required.
 type Config struct {
-	// Manager owns the sandboxes the API acts on.
+	// Manager owns the sandboxes the API acts on: the server's only door
+	// to the domain.
 	Manager *sandbox.Manager
-	// Store holds the API keys the control API accepts.
-	Store *store.Store
+	// Keys holds the API keys the control API accepts.
+	Keys APIKeys
 	// Logger receives one line per request; nil means slog.Default().
 	Logger *slog.Logger
 	// Domain is the base domain of sandbox host names (<port>-<id>.<Domain>).
@@ -55,7 +61,7 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	mgr     *sandbox.Manager
-	st      *store.Store
+	keys    APIKeys
 	api     http.Handler // control API: auth + mux
 	dash    http.Handler // the web dashboard's static files (no key: the page asks for it)
 	proxy   *dataPlane
@@ -64,8 +70,8 @@ type Server struct {
 
 // New returns a Server for cfg.
 func New(cfg Config) (*Server, error) {
-	if cfg.Manager == nil || cfg.Store == nil {
-		return nil, fmt.Errorf("server needs a manager and a store: %w", errdefs.ErrInvalidArgument)
+	if cfg.Manager == nil || cfg.Keys == nil {
+		return nil, fmt.Errorf("server needs a manager and API keys: %w", errdefs.ErrInvalidArgument)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -73,7 +79,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.EnvdPort == 0 {
 		cfg.EnvdPort = DefaultEnvdPort
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, mgr: cfg.Manager, st: cfg.Store}
+	s := &Server{cfg: cfg, log: cfg.Logger, mgr: cfg.Manager, keys: cfg.Keys}
 	s.api = s.requireAPIKey(s.routes())
 	s.dash = http.StripPrefix(strings.TrimSuffix(web.Path, "/"), web.Handler())
 	s.proxy = newDataPlane(s)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/sandbox"
-	"github.com/forkbox/forkbox/internal/store"
 )
 
 // snapshotInfoJSON is the SnapshotInfo schema (snapshotID, names) plus
@@ -24,8 +23,8 @@ type snapshotInfoJSON struct {
 	ExpiresAt  string   `json:"expiresAt,omitempty"`
 }
 
-func toSnapshotInfo(t *store.Template) snapshotInfoJSON {
-	out := snapshotInfoJSON{SnapshotID: t.ID, Names: append([]string{}, t.Aliases...), SandboxID: t.SourceSandboxID}
+func toSnapshotInfo(t *sandbox.Snapshot) snapshotInfoJSON {
+	out := snapshotInfoJSON{SnapshotID: t.ID, Names: append([]string{}, t.Names...), SandboxID: t.SourceSandboxID}
 	if !t.CreatedAt.IsZero() {
 		out.CreatedAt = wireTime(t.CreatedAt)
 	}
@@ -68,14 +67,12 @@ func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	id := r.PathValue("id")
-	var tpl *store.Template
-	tpl, err = s.mgr.Snapshot(r.Context(), id, sandbox.SnapshotOptions{Name: body.Name, TTL: ttl})
+	snap, err := s.mgr.Snapshot(r.Context(), r.PathValue("id"), sandbox.SnapshotOptions{Name: body.Name, TTL: ttl})
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, toSnapshotInfo(tpl))
+	writeJSON(w, http.StatusCreated, toSnapshotInfo(snap))
 }
 
 // listSnapshots is GET /snapshots?sandboxID&name&limit&nextToken: an
@@ -148,31 +145,14 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if body.SnapshotID == "" {
-		writeError(w, fmt.Errorf("snapshotID is required: %w", errdefs.ErrInvalidArgument))
-		return
-	}
-	id := r.PathValue("id")
-	if _, err := s.mgr.Get(r.Context(), id); err != nil {
-		writeError(w, err)
-		return
-	}
-	snap, err := s.st.GetTemplate(r.Context(), body.SnapshotID)
-	if err != nil {
-		writeError(w, fmt.Errorf("snapshot %q: %w", body.SnapshotID, err))
-		return
-	}
-	if snap.Kind != store.KindSnapshot {
-		writeError(w, fmt.Errorf("%s is a template, not a snapshot: %w", body.SnapshotID, errdefs.ErrInvalidArgument))
-		return
-	}
-	var sb *sandbox.Sandbox
-	sb, err = s.mgr.Rollback(r.Context(), id, snap.ID)
+	sb, err := s.mgr.Rollback(r.Context(), r.PathValue("id"), body.SnapshotID)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rollbackJSON{SandboxID: sb.ID, SnapshotID: snap.ID, Status: string(sb.State.Public())})
+	// The snapshot as resolved (body.SnapshotID may be a name).
+	snapID := sb.Rollbacks[len(sb.Rollbacks)-1].SnapshotID
+	writeJSON(w, http.StatusOK, rollbackJSON{SandboxID: sb.ID, SnapshotID: snapID, Status: string(sb.State.Public())})
 }
 
 // lineage is GET /sandboxes/{id}/lineage: the tree (sandbox.LineageNode)
