@@ -8,6 +8,7 @@ import (
 
 	"github.com/forkbox/forkbox/internal/cleanup"
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/store"
 )
 
@@ -136,7 +137,11 @@ func (m *Manager) restoreCopy(ctx context.Context, src store.Sandbox, snap *stor
 	if err != nil {
 		return nil, err
 	}
-	if err := m.restore(ctx, &o.undo, rec, snap.ImageDir, src.EnvdAccessToken); err != nil {
+	dir, err := m.img.Open(ctx, images.Snapshot(snap.ID))
+	if err == nil {
+		err = m.restore(ctx, &o.undo, rec, dir, src.EnvdAccessToken)
+	}
+	if err != nil {
 		return nil, o.fail(ctx, err, StateKilled, recordError(err))
 	}
 	if err := o.done(ctx, StateRunning, func(e *entry) {

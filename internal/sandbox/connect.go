@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/images"
 )
 
 // Connect makes sure a sandbox is running and returns it: a running one has
@@ -68,10 +68,15 @@ func (m *Manager) Resume(ctx context.Context, id string, timeout time.Duration) 
 func (m *Manager) resume(ctx context.Context, o *op, ttl time.Duration) (*Sandbox, error) {
 	ctx = context.WithoutCancel(ctx)
 	rec := o.e.rec
-	if err := m.restore(ctx, &o.undo, rec, rec.ImageDir, rec.EnvdAccessToken); err != nil {
+	ref := images.Pause(rec.ID)
+	dir, err := m.img.Open(ctx, ref)
+	if err == nil {
+		err = m.restore(ctx, &o.undo, rec, dir, rec.EnvdAccessToken)
+	}
+	if err != nil {
 		return nil, o.fail(ctx, fmt.Errorf("resume %s: %w", rec.ID, err), StatePaused, nil)
 	}
-	os.RemoveAll(rec.ImageDir)
+	m.img.Remove(ctx, ref)
 	if err := o.done(ctx, StateRunning, func(e *entry) {
 		e.rec.ImageDir = ""
 		e.rec.EndAt = m.now().Add(ttl)

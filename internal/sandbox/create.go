@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/store"
 )
 
@@ -85,10 +86,14 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 func (m *Manager) boot(ctx context.Context, o *op, tpl *store.Template) error {
 	rec := o.e.rec
 	switch {
+	case tpl.Kind == store.KindSnapshot:
+		dir, err := m.img.Open(ctx, images.Snapshot(tpl.ID))
+		if err != nil {
+			return fmt.Errorf("snapshot %s has lost its image: %w", tpl.ID, errdefs.ErrNotFound)
+		}
+		return m.restore(ctx, &o.undo, rec, dir, m.imageToken(ctx, tpl))
 	case tpl.ImageDir != "" && imageExists(tpl.ImageDir):
-		return m.restore(ctx, &o.undo, rec, tpl.ImageDir, m.imageToken(ctx, tpl))
-	case tpl.ImageDir != "" && tpl.Kind == store.KindSnapshot:
-		return fmt.Errorf("snapshot %s has lost its image: %w", tpl.ID, errdefs.ErrNotFound)
+		return m.restore(ctx, &o.undo, rec, tpl.ImageDir, "")
 	case tpl.ImageDir != "":
 		// A template's image is only a shortcut past the cold boot; if it
 		// went (another daemon build removed it), boot the slow way.

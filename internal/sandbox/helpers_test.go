@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/runtime/fake"
 	"github.com/forkbox/forkbox/internal/store"
 )
@@ -200,4 +201,9 @@ func (e *env) imageDir(id string) string {
 		return en.rec.ImageDir
 	}
 	return ""
+}
+
+// hasImage reports whether the manager's image store holds ref.
+func (e *env) hasImage(ref images.Ref) bool {
+	return images.Exists(context.Background(), e.m.img, ref)
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/images"
 )
 
 // Kill destroys a sandbox and everything it holds. Killing a sandbox that an
@@ -39,8 +39,8 @@ func (m *Manager) destroy(ctx context.Context, o *op) error {
 		m.log.Error("delete sandbox", "sandbox", id, "err", err)
 		return errors.Join(fmt.Errorf("kill %s: %w", id, err), o.done(ctx, StateKilled, recordError(err)))
 	}
-	if dir := o.e.rec.ImageDir; dir != "" {
-		os.RemoveAll(dir)
+	if err := m.img.Remove(ctx, images.Pause(id)); err != nil {
+		m.log.Error("remove pause image", "sandbox", id, "err", err)
 	}
 	err := o.done(ctx, StateKilled, func(e *entry) { e.rec.ImageDir = "" })
 	m.log.Info("sandbox killed", "sandbox", id)

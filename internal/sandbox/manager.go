@@ -13,6 +13,7 @@ import (
 
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/eventlog"
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/runtime"
 	"github.com/forkbox/forkbox/internal/store"
 )
@@ -50,8 +51,10 @@ type Config struct {
 	EnvdVersion string
 	// ClientID is reported as the sandboxes' clientID (the host's name).
 	ClientID string
-	// ImageDir is where pause images and snapshots are written
-	// (ImageDir/paused/<sandbox>, ImageDir/snapshots/<snapshot>).
+	// Images keeps pause images and snapshots; nil means an images.Disk
+	// rooted at ImageDir. One of the two is required.
+	Images images.Store
+	// ImageDir roots the default image store.
 	ImageDir string
 	// CloneConcurrency bounds parallel restores of one clone operation.
 	CloneConcurrency int
@@ -72,6 +75,7 @@ type Manager struct {
 	log *slog.Logger
 	rt  runtime.Runtime
 	st  records
+	img images.Store
 	now func() time.Time
 
 	// agentHTTP reaches agents through the runtime (see agentTransport).
@@ -133,11 +137,15 @@ func New(cfg Config) (*Manager, error) {
 	if err := withEventLog(&cfg); err != nil {
 		return nil, err
 	}
+	if err := withImages(&cfg); err != nil {
+		return nil, err
+	}
 	m := &Manager{
 		cfg:   cfg,
 		log:   cfg.Logger,
 		rt:    cfg.Runtime,
 		st:    cfg.Store,
+		img:   cfg.Images,
 		now:   cfg.Now,
 		boxes: map[string]*entry{},
 
@@ -145,6 +153,22 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m.agentHTTP = &http.Client{Transport: newTransport(m.rt.Dial, false)}
 	return m, nil
+}
+
+// withImages gives cfg the default image store: a Disk in ImageDir.
+func withImages(cfg *Config) error {
+	if cfg.Images != nil {
+		return nil
+	}
+	if cfg.ImageDir == "" {
+		return fmt.Errorf("sandbox manager needs an image store or directory: %w", errdefs.ErrInvalidArgument)
+	}
+	d, err := images.NewDisk(cfg.ImageDir)
+	if err != nil {
+		return err
+	}
+	cfg.Images = d
+	return nil
 }
 
 func setDefaults(cfg *Config) {

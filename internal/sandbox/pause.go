@@ -3,16 +3,11 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/runtime"
 )
-
-func (m *Manager) pauseDir(id string) string {
-	return filepath.Join(m.cfg.ImageDir, "paused", id)
-}
 
 // Pause starts persisting a running sandbox (memory and files) to disk and
 // returns at once: the sandbox reports paused from now on, data-plane calls
@@ -42,9 +37,10 @@ func (m *Manager) Pause(ctx context.Context, id string) error {
 func (m *Manager) finishPause(ctx context.Context, o *op) {
 	id := o.id()
 	start := m.now()
-	dir := m.pauseDir(id)
-	o.undo.Add("remove pause image", func(context.Context) error { return os.RemoveAll(dir) })
-	if err := m.checkpointTo(ctx, id, dir, false); err != nil {
+	ref := images.Pause(id)
+	o.undo.Add("remove pause image", func(ctx context.Context) error { return m.img.Remove(ctx, ref) })
+	dir, err := m.checkpointImage(ctx, id, ref, false)
+	if err != nil {
 		m.log.Error("pause failed; sandbox stays running", "sandbox", id, "err", err)
 		if info, ierr := m.rt.Info(ctx, id); ierr == nil && info.State == runtime.StateRunning {
 			o.fail(ctx, err, StateRunning, nil)

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"os"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/runtime"
 )
 
@@ -50,7 +50,7 @@ func TestPauseResumeKeepsMemory(t *testing.T) {
 	if _, resumed, _ := e.m.Connect(ctx, sb.ID, 0); resumed {
 		t.Error("connect to a running sandbox resumed it")
 	}
-	if _, err := os.Stat(e.m.pauseDir(sb.ID)); !os.IsNotExist(err) {
+	if e.hasImage(images.Pause(sb.ID)) {
 		t.Errorf("pause image not removed after resume: %v", err)
 	}
 }
@@ -112,7 +112,7 @@ func TestSnapshotOutlivesSandbox(t *testing.T) {
 	if _, err := e.m.Create(ctx, CreateRequest{TemplateID: snap.ID}); !errdefs.IsNotFound(err) {
 		t.Errorf("create from deleted snapshot: %v", err)
 	}
-	if _, err := os.Stat(e.m.snapshotDir(snap.ID)); !os.IsNotExist(err) {
+	if e.hasImage(images.Snapshot(snap.ID)) {
 		t.Errorf("snapshot image left on disk")
 	}
 }
@@ -349,7 +349,12 @@ func TestRecoverAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	m2 := e.newManager(t)
-	m2.cfg.ImageDir = e.m.cfg.ImageDir
+	// The restarted daemon opens the same image directory afresh.
+	d, err := images.NewDisk(e.m.cfg.ImageDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2.img, m2.cfg.ImageDir = d, e.m.cfg.ImageDir
 	if err := m2.Recover(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -3,10 +3,9 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/runtime"
 	"github.com/forkbox/forkbox/internal/store"
 )
@@ -52,11 +51,13 @@ func (m *Manager) recoverOne(ctx context.Context, rec *store.Sandbox, in runtime
 	st := State(rec.State)
 	e := &entry{rec: *rec, state: st}
 	running := in.ID != "" && (in.State == runtime.StateRunning || in.State == runtime.StatePaused)
-	if e.rec.ImageDir == "" && imageExists(m.pauseDir(rec.ID)) {
-		// The daemon died after a pause's checkpoint but before recording it.
-		e.rec.ImageDir = m.pauseDir(rec.ID)
+	// A pause image may be there unrecorded: the daemon died after a
+	// pause's checkpoint but before recording it.
+	pauseDir, err := m.img.Open(ctx, images.Pause(rec.ID))
+	hasImage := err == nil
+	if hasImage {
+		e.rec.ImageDir = pauseDir
 	}
-	hasImage := imageExists(e.rec.ImageDir)
 	switch {
 	case st == StateCreating || st == StateKilling:
 		// A half-made sandbox (its agent may hold another's token) or one
@@ -68,10 +69,7 @@ func (m *Manager) recoverOne(ctx context.Context, rec *store.Sandbox, in runtime
 		if in.State == runtime.StatePaused {
 			m.thaw(ctx, rec.ID)
 		}
-		if e.rec.ImageDir != "" {
-			removeAll(e.rec.ImageDir)
-			e.rec.ImageDir = ""
-		}
+		m.dropPauseImage(ctx, e)
 		m.adopt(e, StateRunning)
 		m.log.Info("reattached sandbox", "sandbox", rec.ID, "was", st)
 	case !running && hasImage:
@@ -93,10 +91,7 @@ func (m *Manager) bury(ctx context.Context, e *entry, inRuntime bool) {
 	if err := m.rt.Delete(ctx, id); err != nil && !errdefs.IsNotFound(err) {
 		m.log.Error("release dead sandbox", "sandbox", id, "err", err, "inRuntime", inRuntime)
 	}
-	if e.rec.ImageDir != "" {
-		removeAll(e.rec.ImageDir)
-		e.rec.ImageDir = ""
-	}
+	m.dropPauseImage(ctx, e)
 	e.rec.Error = "lost while the daemon was down"
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -110,13 +105,12 @@ func (m *Manager) thaw(ctx context.Context, id string) {
 	}
 }
 
-// imageExists reports whether dir holds a written checkpoint image.
-func imageExists(dir string) bool {
-	if dir == "" {
-		return false
+// dropPauseImage removes a recovered sandbox's pause image, if any.
+func (m *Manager) dropPauseImage(ctx context.Context, e *entry) {
+	if err := m.img.Remove(ctx, images.Pause(e.rec.ID)); err != nil {
+		m.log.Error("remove pause image", "sandbox", e.rec.ID, "err", err)
 	}
-	ents, err := os.ReadDir(dir)
-	return err == nil && len(ents) > 0
+	e.rec.ImageDir = ""
 }
 
 // adopt puts a recovered entry in the live map.
@@ -128,30 +122,28 @@ func (m *Manager) adopt(e *entry, st State) {
 	m.boxes[e.rec.ID] = e
 }
 
-// removeOrphanImages deletes image directories no record points to: the
-// remains of a snapshot or pause the daemon died in the middle of.
+// removeOrphanImages deletes the images no record refers to: the remains
+// of a snapshot or pause the daemon died in the middle of. A snapshot image
+// is kept while its snapshot's record exists, a pause image while its
+// sandbox is paused.
 func (m *Manager) removeOrphanImages(ctx context.Context) {
-	if m.cfg.ImageDir == "" {
-		return
-	}
-	snapDir := filepath.Join(m.cfg.ImageDir, "snapshots")
-	ents, _ := os.ReadDir(snapDir)
-	for _, ent := range ents {
-		if _, err := m.st.GetTemplate(ctx, ent.Name()); errdefs.IsNotFound(err) {
-			m.log.Warn("removing orphan snapshot image", "image", ent.Name())
-			removeAll(filepath.Join(snapDir, ent.Name()))
+	removed, err := images.Sweep(ctx, m.img, func(ref images.Ref) bool {
+		switch ref.Kind {
+		case images.KindSnapshot:
+			_, err := m.st.GetTemplate(ctx, ref.ID)
+			return !errdefs.IsNotFound(err)
+		case images.KindPause:
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			e, ok := m.boxes[ref.ID]
+			return ok && e.state == StatePaused
 		}
+		return true
+	})
+	for _, ref := range removed {
+		m.log.Warn("removed orphan image", "image", ref.String())
 	}
-	pauseDir := filepath.Join(m.cfg.ImageDir, "paused")
-	ents, _ = os.ReadDir(pauseDir)
-	for _, ent := range ents {
-		m.mu.Lock()
-		e, ok := m.boxes[ent.Name()]
-		keep := ok && e.state == StatePaused && e.rec.ImageDir == filepath.Join(pauseDir, ent.Name())
-		m.mu.Unlock()
-		if !keep {
-			m.log.Warn("removing orphan pause image", "sandbox", ent.Name())
-			removeAll(filepath.Join(pauseDir, ent.Name()))
-		}
+	if err != nil {
+		m.log.Error("remove orphan images", "err", err)
 	}
 }

@@ -3,10 +3,10 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/forkbox/forkbox/internal/cleanup"
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/runtime"
 	"github.com/forkbox/forkbox/internal/store"
 )
@@ -21,17 +21,26 @@ func (m *Manager) checkpointer() (runtime.Checkpointer, error) {
 	return cp, nil
 }
 
-// checkpointTo writes id's state into a fresh directory dir.
-func (m *Manager) checkpointTo(ctx context.Context, id, dir string, leaveRunning bool) error {
+// checkpointImage writes sandbox id's state as image ref and returns the
+// image's directory. On failure no image of ref is left but a previous one.
+func (m *Manager) checkpointImage(ctx context.Context, id string, ref images.Ref, leaveRunning bool) (string, error) {
 	cp, err := m.checkpointer()
 	if err != nil {
-		return err
+		return "", err
 	}
-	os.RemoveAll(dir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("image dir: %w", err)
+	dir, err := m.img.Create(ctx, ref)
+	if err != nil {
+		return "", err
 	}
-	return cp.Checkpoint(ctx, id, dir, runtime.CheckpointOptions{LeaveRunning: leaveRunning})
+	if err := cp.Checkpoint(ctx, id, dir, runtime.CheckpointOptions{LeaveRunning: leaveRunning}); err != nil {
+		m.img.Abort(context.WithoutCancel(ctx), ref)
+		return "", err
+	}
+	if err := m.img.Commit(ctx, ref); err != nil {
+		m.img.Abort(context.WithoutCancel(ctx), ref)
+		return "", err
+	}
+	return m.img.Open(ctx, ref)
 }
 
 // restore starts sandbox rec from an image and re-initialises its agent

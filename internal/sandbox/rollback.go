@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/store"
 )
 
@@ -29,7 +30,7 @@ func (m *Manager) Rollback(ctx context.Context, id, snapshotID string) (*Sandbox
 	if err := m.rollbackRuntime(ctx, o, snap); err != nil {
 		return nil, err
 	}
-	old := o.e.rec.ImageDir
+	paused := o.from == StatePaused
 	if err := o.done(ctx, StateRunning, func(e *entry) {
 		e.gen++
 		e.rec.ImageDir = ""
@@ -37,8 +38,8 @@ func (m *Manager) Rollback(ctx context.Context, id, snapshotID string) (*Sandbox
 	}); err != nil {
 		return nil, err
 	}
-	if old != "" {
-		removeAll(old)
+	if paused {
+		m.img.Remove(ctx, images.Pause(id))
 	}
 	m.log.Info("sandbox rolled back", "sandbox", id, "snapshot", snap.ID)
 	return m.Get(ctx, id)
@@ -72,15 +73,19 @@ func (m *Manager) rollbackTarget(ctx context.Context, id, snapshotID string) (*s
 // stays paused with its image if that fails. On failure o has ended.
 func (m *Manager) rollbackRuntime(ctx context.Context, o *op, snap *store.Template) error {
 	id, token := o.id(), m.imageToken(ctx, snap)
+	dir, err := m.img.Open(ctx, images.Snapshot(snap.ID))
+	if err != nil {
+		return o.fail(ctx, fmt.Errorf("rollback %s: snapshot %s has lost its image: %w", id, snap.ID, err), o.from, nil)
+	}
 	if o.from != StateRunning {
-		if err := m.restore(ctx, &o.undo, o.e.rec, snap.ImageDir, token); err != nil {
+		if err := m.restore(ctx, &o.undo, o.e.rec, dir, token); err != nil {
 			return o.fail(ctx, fmt.Errorf("rollback %s: restore failed, sandbox stays paused: %w", id, err), StatePaused, nil)
 		}
 		return nil
 	}
 	cp, err := m.checkpointer()
 	if err == nil {
-		_, err = cp.Replace(ctx, m.spec(&o.e.rec), snap.ImageDir)
+		_, err = cp.Replace(ctx, m.spec(&o.e.rec), dir)
 	}
 	if err != nil {
 		return o.fail(ctx, fmt.Errorf("rollback %s: %w", id, err), StateRunning, nil)

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"os"
 	"sync"
 	"testing"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/runtime"
 )
 
@@ -48,7 +48,10 @@ func TestRollbackFailureKeepsPausedSandbox(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.waitState(t, sb.ID, StatePaused)
-			image := e.m.pauseDir(sb.ID)
+			image, err := e.m.img.Open(ctx, images.Pause(sb.ID))
+			if err != nil {
+				t.Fatal(err)
+			}
 			if tc.breakRollback != nil {
 				tc.breakRollback(e)
 			}
@@ -60,7 +63,7 @@ func TestRollbackFailureKeepsPausedSandbox(t *testing.T) {
 			if err != nil || got.State != StatePaused || e.imageDir(sb.ID) != image {
 				t.Fatalf("after failed rollback: %+v %v; want paused with image %s", got, err, image)
 			}
-			if !imageExists(image) {
+			if !e.hasImage(images.Pause(sb.ID)) {
 				t.Fatalf("pause image %s is gone", image)
 			}
 			if ids := e.runtimeIDs(t); len(ids) != 0 {
@@ -72,7 +75,7 @@ func TestRollbackFailureKeepsPausedSandbox(t *testing.T) {
 			if n := e.count(t, sb.ID); n != 3 {
 				t.Errorf("count after resume = %d, want 3 (pause memory)", n)
 			}
-			if _, err := os.Stat(image); !os.IsNotExist(err) {
+			if e.hasImage(images.Pause(sb.ID)) {
 				t.Errorf("pause image kept after resume: %v", err)
 			}
 		})

@@ -3,11 +3,10 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/store"
 )
 
@@ -24,10 +23,6 @@ type SnapshotOptions struct {
 	// Origin records the operation that made it (OriginSnapshot when
 	// empty, OriginClone).
 	Origin Origin
-}
-
-func (m *Manager) snapshotDir(id string) string {
-	return filepath.Join(m.cfg.ImageDir, "snapshots", id)
 }
 
 // Snapshot captures a sandbox's whole state as a template that new sandboxes
@@ -59,9 +54,10 @@ func (m *Manager) snapshot(ctx context.Context, id string, opts SnapshotOptions)
 	}
 	ctx = context.WithoutCancel(ctx)
 	snapID := newID()
-	dir := m.snapshotDir(snapID)
-	o.undo.Add("remove snapshot image", func(context.Context) error { return os.RemoveAll(dir) })
-	if err := m.captureImage(ctx, o, dir); err != nil {
+	ref := images.Snapshot(snapID)
+	o.undo.Add("remove snapshot image", func(ctx context.Context) error { return m.img.Remove(ctx, ref) })
+	dir, err := m.captureImage(ctx, o, ref)
+	if err != nil {
 		return nil, store.Sandbox{}, o.fail(ctx, fmt.Errorf("snapshot %s: %w", id, err), o.from, nil)
 	}
 	src := o.e.rec
@@ -76,13 +72,17 @@ func (m *Manager) snapshot(ctx context.Context, id string, opts SnapshotOptions)
 	return tpl, src, nil
 }
 
-// captureImage writes the state of a claimed sandbox into dir: a live
-// checkpoint when it was running, hard links to its pause image when paused.
-func (m *Manager) captureImage(ctx context.Context, o *op, dir string) error {
-	if o.from == StatePaused {
-		return linkTree(o.e.rec.ImageDir, dir)
+// captureImage writes the state of a claimed sandbox as image ref and
+// returns its directory: a live checkpoint when it was running, its pause
+// image shared (images.Store.Link) when paused.
+func (m *Manager) captureImage(ctx context.Context, o *op, ref images.Ref) (string, error) {
+	if o.from != StatePaused {
+		return m.checkpointImage(ctx, o.id(), ref, true)
 	}
-	return m.checkpointTo(ctx, o.id(), dir, true)
+	if err := m.img.Link(ctx, images.Pause(o.id()), ref); err != nil {
+		return "", err
+	}
+	return m.img.Open(ctx, ref)
 }
 
 func (m *Manager) recordSnapshot(ctx context.Context, src store.Sandbox, snapID, dir string, o SnapshotOptions) (*store.Template, error) {
@@ -106,27 +106,4 @@ func (m *Manager) recordSnapshot(ctx context.Context, src store.Sandbox, snapID,
 		return nil, err
 	}
 	return tpl, nil
-}
-
-// removeAll removes a directory tree; a failure only leaks disk space,
-// which is logged by the collector's next pass, so it is ignored here.
-func removeAll(dir string) { os.RemoveAll(dir) }
-
-// linkTree recreates src's files in dst as hard links: images are never
-// modified after they are written, so sharing their blocks is safe and free.
-func linkTree(src, dst string) error {
-	if src == "" {
-		return fmt.Errorf("paused sandbox has no image: %w", errdefs.ErrInternal)
-	}
-	return filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		if info.IsDir() {
-			return os.MkdirAll(target, 0o700)
-		}
-		return os.Link(p, target)
-	})
 }

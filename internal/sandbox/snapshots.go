@@ -3,9 +3,9 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/store"
 )
 
@@ -19,7 +19,7 @@ func (m *Manager) DeleteSnapshot(ctx context.Context, id string) error {
 	if t.Kind != store.KindSnapshot {
 		return fmt.Errorf("template %s is built in, not a snapshot: %w", id, errdefs.ErrForbidden)
 	}
-	if t.Origin == "clone" && m.inUse(t) {
+	if t.Temporary && m.inUse(t) {
 		return fmt.Errorf("snapshot %s is still used by its sandbox or a clone: %w", id, errdefs.ErrConflict)
 	}
 	return m.removeSnapshot(ctx, t)
@@ -29,8 +29,8 @@ func (m *Manager) removeSnapshot(ctx context.Context, t *store.Template) error {
 	if err := m.st.DeleteTemplate(ctx, t.ID); err != nil {
 		return err
 	}
-	if t.ImageDir != "" {
-		os.RemoveAll(t.ImageDir)
+	if err := m.img.Remove(ctx, images.Snapshot(t.ID)); err != nil {
+		m.log.Error("remove snapshot image", "snapshot", t.ID, "err", err)
 	}
 	m.log.Info("snapshot deleted", "snapshot", t.ID)
 	return nil

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/forkbox/forkbox/internal/runtime"
 	"github.com/forkbox/forkbox/internal/store"
 )
 
@@ -38,7 +39,7 @@ func (m *Manager) WarmTemplate(ctx context.Context, tpl *store.Template, imageDi
 			return err
 		}
 	}
-	if err := m.checkpointTo(ctx, rec.ID, tmp, false); err != nil {
+	if err := m.checkpointTemplate(ctx, rec.ID, tmp); err != nil {
 		os.RemoveAll(tmp)
 		return fmt.Errorf("checkpoint template %s: %w", tpl.ID, err)
 	}
@@ -73,4 +74,27 @@ func (m *Manager) waitHealthy(ctx context.Context, id string, port int) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// checkpointTemplate writes a template sandbox's state into dir, which it
+// creates. Template images live in the template cache, not the image
+// store (they are keyed by what they are built from; see WarmTemplate).
+func (m *Manager) checkpointTemplate(ctx context.Context, id, dir string) error {
+	cp, err := m.checkpointer()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("image dir: %w", err)
+	}
+	return cp.Checkpoint(ctx, id, dir, runtime.CheckpointOptions{})
+}
+
+// imageExists reports whether dir holds a written template image.
+func imageExists(dir string) bool {
+	if dir == "" {
+		return false
+	}
+	ents, err := os.ReadDir(dir)
+	return err == nil && len(ents) > 0
 }

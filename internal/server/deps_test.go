@@ -14,6 +14,7 @@ func TestDeps(t *testing.T) {
 		"github.com/forkbox/forkbox/internal/runtime/gvisor": "the server talks to sandbox.Manager, not a runtime backend",
 		"github.com/forkbox/forkbox/internal/netns":          "host networking belongs to the runtime",
 	}, BadImports: map[string]string{
-		"github.com/forkbox/forkbox/internal/store": "records are the Manager's; API keys come through Config.Keys",
+		"github.com/forkbox/forkbox/internal/store":  "records are the Manager's; API keys come through Config.Keys",
+		"github.com/forkbox/forkbox/internal/images": "images are the Manager's",
 	}}.Check(t)
 }
