@@ -10,9 +10,9 @@ command -v nft >/dev/null || need+=(nftables)
 command -v ip >/dev/null || need+=(iproute2)
 command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
-# The code interpreter's unit tests run Debian's Python with these libraries.
-/usr/bin/python3 -c 'import matplotlib, pandas, numpy' 2>/dev/null ||
-	need+=(python3-matplotlib python3-pandas python3-numpy)
+# The code interpreter's unit tests run Debian's IPython kernel with these libraries.
+/usr/bin/python3 -c 'import ipykernel, matplotlib, pandas, numpy' 2>/dev/null ||
+	need+=(python3-ipykernel python3-matplotlib python3-pandas python3-numpy)
 command -v pgrep >/dev/null || need+=(procps)
 # internal/oci builds a static busybox image (no libc, no bash) for its tests.
 dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)

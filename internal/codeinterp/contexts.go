@@ -58,6 +58,8 @@ type cellRequest struct {
 	// noEnvd skips loading envd's environment: the prewarm cell runs before
 	// the sandbox has one (it is set by /init after every restore).
 	noEnvd bool
+	// silent runs the cell as bookkeeping: no output, no execution count.
+	silent bool
 }
 
 // codeContext is one isolated interpreter state.
@@ -96,6 +98,9 @@ func (c *codeContext) close() {
 // restart replaces the kernel with a fresh one, interrupting any running
 // cell by killing its process first.
 func (c *codeContext) restart(ctx context.Context) error {
+	if r, ok := c.kernel().(interface{ markRestart() }); ok {
+		r.markRestart()
+	}
 	c.close()
 	c.run.Lock()
 	defer c.run.Unlock()
@@ -110,7 +115,7 @@ func (c *codeContext) startKernel(ctx context.Context) error {
 	case langBash:
 		k, err = c.srv.startBash(ctx, c.Cwd)
 	default:
-		k, err = c.srv.startPython(ctx, c.Cwd)
+		k, err = c.srv.startJupyter(ctx, pythonSpec, c.Cwd)
 	}
 	if err != nil {
 		return err

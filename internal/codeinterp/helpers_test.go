@@ -17,7 +17,7 @@ import (
 )
 
 // hostPackages are the Debian packages the rich-output tests need.
-const hostPackages = "python3-matplotlib python3-pandas python3-numpy"
+const hostPackages = "python3-ipykernel python3-matplotlib python3-pandas python3-numpy"
 
 // testPython returns the interpreter the tests use: Debian's, since the
 // template's libraries come from Debian packages.
@@ -37,9 +37,9 @@ func testPython(t *testing.T) string {
 func requireLibs(t *testing.T) {
 	t.Helper()
 	py := testPython(t)
-	out, err := exec.Command(py, "-c", "import matplotlib, pandas, numpy").CombinedOutput()
+	out, err := exec.Command(py, "-c", "import ipykernel, matplotlib, pandas, numpy").CombinedOutput()
 	if err != nil {
-		t.Fatalf("%s lacks matplotlib/pandas/numpy (install with: apt-get install -y --no-install-recommends %s): %v\n%s",
+		t.Fatalf("%s lacks ipykernel/matplotlib/pandas/numpy (install with: apt-get install -y --no-install-recommends %s): %v\n%s",
 			py, hostPackages, err, out)
 	}
 }

@@ -111,9 +111,9 @@ type proc struct {
 }
 
 // startProc starts cmd with piped stdin, stdout and stderr.
-func startProc(cmd *exec.Cmd, a *account, dir string) (*proc, io.ReadCloser, io.ReadCloser, error) {
+func startProc(cmd *exec.Cmd, a *account, dir string, extraEnv ...string) (*proc, io.ReadCloser, io.ReadCloser, error) {
 	cmd.Dir = dir
-	cmd.Env = a.env()
+	cmd.Env = append(a.env(), extraEnv...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: a.cred}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -1,11 +1,15 @@
 // Package codeinterp is forkbox's stateful code interpreter: an HTTP server,
 // compatible with E2B's code-interpreter API (port 49999), that runs code in
-// long-lived per-context worker processes inside the sandbox.
+// long-lived per-context kernels inside the sandbox.
 //
-// Every piece of interpreter state lives in those worker processes (a Python
-// process running the embedded worker.py, or a bash process), so a sandbox
-// checkpoint captures it: contexts survive pause/resume, snapshots, clones
-// and rollbacks without any host-side bookkeeping.
+// Python contexts run Debian's IPython kernel (ipykernel); the server speaks
+// the Jupyter messaging protocol to it over ZeroMQ on loopback
+// (github.com/go-zeromq/zmq4, pure Go) and maps the messages to E2B's
+// /execute events. Every piece of interpreter state lives in those kernel
+// processes (and a bash process for bash contexts), and the connections
+// between server and kernels never leave the sandbox, so a checkpoint
+// captures all of it: contexts survive pause/resume, snapshots, clones and
+// rollbacks without any host-side bookkeeping.
 //
 // Routes: POST /execute streams newline-delimited JSON events; POST and GET
 // /contexts, POST /contexts/{id}/restart and DELETE /contexts/{id} manage
@@ -18,7 +22,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 )
@@ -58,7 +61,6 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	handler http.Handler
-	worker  workerFile
 
 	mu       sync.Mutex
 	contexts map[string]*codeContext // guarded by mu
@@ -152,7 +154,7 @@ func (s *Server) prewarm(ctx context.Context) {
 	defer close(s.warm)
 	c, err := s.defaultContext(ctx, langPython)
 	if err == nil {
-		err = c.execute(ctx, cellRequest{Code: "pass", noEnvd: true}, "", func([]byte) {})
+		err = c.execute(ctx, cellRequest{Code: "pass", noEnvd: true, silent: true}, "", func([]byte) {})
 	}
 	if err != nil {
 		s.log.Warn("code interpreter: prewarm failed", "err", err)
@@ -174,7 +176,6 @@ func (s *Server) Close() {
 	for _, c := range ctxs {
 		c.close()
 	}
-	s.worker.remove()
 }
 
 // withCORS lets browser clients call the API, as E2B's server does.
@@ -190,47 +191,4 @@ func withCORS(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// workerFile is the embedded worker script, written to a temporary file the
-// first time a Python context starts.
-type workerFile struct {
-	mu   sync.Mutex
-	path string
-}
-
-func (f *workerFile) get() (string, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.path != "" {
-		if _, err := os.Stat(f.path); err == nil {
-			return f.path, nil
-		}
-	}
-	tmp, err := os.CreateTemp("", "forkbox-codeinterp-*.py")
-	if err != nil {
-		return "", err
-	}
-	_, err = tmp.Write(workerSource)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644) // the worker may run as another user
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return "", err
-	}
-	f.path = tmp.Name()
-	return f.path, nil
-}
-
-func (f *workerFile) remove() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.path != "" {
-		os.Remove(f.path)
-		f.path = ""
-	}
 }

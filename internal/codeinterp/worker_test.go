@@ -1,29 +1,10 @@
 package codeinterp
 
 import (
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 )
-
-// TestWorkerUnit runs the Python unit tests of worker.py's formatting and
-// stream helpers.
-func TestWorkerUnit(t *testing.T) {
-	worker, err := filepath.Abs("worker.py")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(testPython(t), "-m", "unittest", "-v", "test_worker")
-	cmd.Dir = "testdata"
-	cmd.Env = append(cmd.Environ(), "FORKBOX_WORKER_PY="+worker)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("python unit tests failed: %v\n%s", err, out)
-	}
-	t.Logf("%s", out)
-}
 
 func TestMarkerScanner(t *testing.T) {
 	const marker = "\x1eEND:"

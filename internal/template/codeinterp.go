@@ -18,12 +18,15 @@ import (
 // (forkbox-agent's --code-addr) with Python's data libraries installed.
 const CodeInterpreterID = "code-interpreter-v1"
 
-// CodeInterpreterPackages are installed on top of the base rootfs.
-var CodeInterpreterPackages = []string{"python3-matplotlib", "python3-pandas", "python3-numpy"}
+// CodeInterpreterPackages are installed on top of the base rootfs: the
+// IPython kernel the interpreter runs cells in (Debian's ipykernel, which
+// brings IPython, pyzmq and matplotlib's inline backend) and Python's data
+// libraries.
+var CodeInterpreterPackages = []string{"python3-ipykernel", "python3-matplotlib", "python3-pandas", "python3-numpy"}
 
 // codeInterpreterVersion changes whenever this recipe (or the base it is
 // derived from) changes, so a cached rootfs is rebuilt.
-const codeInterpreterVersion = baseVersion + "+codeinterp-1"
+const codeInterpreterVersion = baseVersion + "+codeinterp-2"
 
 // EnsureCodeInterpreter returns the code-interpreter template, building the
 // base template first if needed, then its own rootfs (a copy of base's with
@@ -142,7 +145,7 @@ func installPackages(ctx context.Context, w io.Writer, start time.Time, root str
 func warmPython(ctx context.Context, root string) error {
 	cmd := exec.CommandContext(ctx, "chroot", "--userspec=1000:1000", root,
 		"env", "HOME=/home/user", "MPLBACKEND=Agg", "python3", "-c",
-		"import matplotlib.pyplot, pandas, numpy; matplotlib.pyplot.plot([1]); matplotlib.pyplot.savefig('/dev/null', format='png')")
+		"import ipykernel.kernelapp, matplotlib.pyplot, pandas, numpy; matplotlib.pyplot.plot([1]); matplotlib.pyplot.savefig('/dev/null', format='png')")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("warm python libraries: %v: %s", err, lastLines(string(out), 10))
 	}

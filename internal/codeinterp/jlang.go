@@ -1,0 +1,79 @@
+package codeinterp
+
+import (
+	_ "embed"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// ipythonStartup runs in every IPython kernel at start: E2B's display
+// formatters (a DataFrame's "e2b/data", a matplotlib figure's
+// "e2b/chart") and PIL images shown, saved or returned as png.
+//
+//go:embed ipython_startup.py
+var ipythonStartup []byte
+
+// forkboxCharts is the matplotlib → chart extractor (E2B's e2b-charts
+// format), importable in the kernel as forkbox_charts.
+//
+//go:embed forkbox_charts.py
+var forkboxCharts []byte
+
+// kernelSpec describes how to run one language's Jupyter kernel and how
+// to express the server's bookkeeping (environment variables) in it.
+type kernelSpec struct {
+	name string
+	// argv returns the kernel's command line for the connection file;
+	// it may write helper files next to it.
+	argv func(s *Server, connFile string) ([]string, error)
+	// env is added to the kernel's environment.
+	env []string
+	// setEnv is code that sets vars in the kernel's environment for good.
+	setEnv func(vars map[string]string) string
+	// scopedEnv is code that sets vars and code that gives them back the
+	// values (or absence) they had before.
+	scopedEnv func(vars map[string]string) (setup, restore string)
+}
+
+// pythonSpec is IPython via Debian's python3-ipykernel.
+var pythonSpec = &kernelSpec{
+	name: langPython,
+	argv: func(s *Server, connFile string) ([]string, error) {
+		dir := filepath.Dir(connFile)
+		for name, src := range map[string][]byte{"startup.py": ipythonStartup, "forkbox_charts.py": forkboxCharts} {
+			if err := os.WriteFile(filepath.Join(dir, name), src, 0o644); err != nil {
+				return nil, fmt.Errorf("write kernel helper: %w", err)
+			}
+		}
+		startup := filepath.Join(dir, "startup.py")
+		return []string{
+			s.cfg.Python, "-m", "ipykernel_launcher", "-f", connFile,
+			// No colours, so tracebacks arrive as plain text (E2B's
+			// ipython_kernel_config.py does the same), and no truncation
+			// of long sequences in text/plain.
+			"--InteractiveShell.colors=NoColor",
+			"--PlainTextFormatter.max_seq_length=0",
+			"--IPKernelApp.exec_files=[" + strconv.Quote(startup) + "]",
+		}, nil
+	},
+	env: []string{"MPLBACKEND=module://matplotlib_inline.backend_inline", "PYTHONUNBUFFERED=1"},
+	setEnv: func(vars map[string]string) string {
+		return "__import__('os').environ.update(" + string(mustJSON(vars)) + ")"
+	},
+	// The previous values wait in an attribute of sys, outside the user's
+	// namespace.
+	scopedEnv: func(vars map[string]string) (string, string) {
+		setup := "__import__('sys')._forkbox_env = {k: __import__('os').environ.get(k) for k in " +
+			string(mustJSON(sortedKeys(vars))) + "}\n" +
+			"__import__('os').environ.update(" + string(mustJSON(vars)) + ")"
+		restore := "[__import__('os').environ.pop(k, None) if v is None else __import__('os').environ.__setitem__(k, v)" +
+			" for k, v in __import__('sys').__dict__.pop('_forkbox_env', {}).items()]"
+		return setup, restore
+	},
+}
+
+// bashQuote quotes s for a POSIX shell.
+func bashQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
