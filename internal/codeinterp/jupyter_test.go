@@ -212,7 +212,7 @@ func TestOutputFloodIsBounded(t *testing.T) {
 
 func TestStripANSI(t *testing.T) {
 	tests := map[string]string{
-		"plain":                      "plain",
+		"plain":                       "plain",
 		"\x1b[0;31mValueError\x1b[0m": "ValueError",
 		"a\x1b[1;32m-->\x1b[39m b":    "a--> b",
 	}
