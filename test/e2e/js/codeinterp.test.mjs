@@ -1,7 +1,9 @@
 // The stateful code interpreter with the unmodified @e2b/code-interpreter
 // client: state across calls, final-expression results, streaming
 // callbacks, errors and recovery, contexts, envs, bash, a matplotlib PNG,
-// and a variable that survives pause/resume and a fork.
+// and a variable that survives pause/resume and a fork. Python runs in a
+// real IPython kernel: magics, shell escapes, IPython's execution counts,
+// display(), PIL images, charts and DataFrame data.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { Sandbox } from '@e2b/code-interpreter'
@@ -86,11 +88,129 @@ test('a matplotlib figure comes back as a PNG; a DataFrame as HTML', async () =>
   assert.match(df.results[0].html, /<table/)
 })
 
+test('IPython syntax: !shell, magics, executionCount', async () => {
+  const ctx = await sbx.createCodeContext()
+  const pwd = await sbx.runCode('!pwd', { context: ctx })
+  assert.equal(pwd.error, undefined)
+  assert.equal(pwd.logs.stdout.join('').trim(), '/home/user')
+  assert.equal(pwd.executionCount, 1)
+  const timeit = await sbx.runCode('%timeit -n1 -r1 sum(range(10))', { context: ctx })
+  assert.match(timeit.logs.stdout.join(''), /per loop/)
+  assert.equal(timeit.executionCount, 2)
+  const bash = await sbx.runCode('%%bash\necho $((6*7))', { context: ctx })
+  assert.equal(bash.logs.stdout.join(''), '42\n')
+  const failed = await sbx.runCode('1/0', { context: ctx })
+  assert.equal(failed.executionCount, 4)
+  // IPython's own input history, with the cell magic as IPython rewrote it.
+  assert.match((await sbx.runCode('In[3]', { context: ctx })).text, /run_cell_magic\('bash'/)
+  await sbx.removeCodeContext(ctx)
+})
+
+test('cwd per context and envs per execution', async () => {
+  const ctx = await sbx.createCodeContext({ cwd: '/tmp' })
+  assert.equal(ctx.cwd, '/tmp')
+  assert.equal((await sbx.runCode('import os\nos.getcwd()', { context: ctx })).text, '/tmp')
+  const ex = await sbx.runCode('import subprocess\nsubprocess.run("echo $FB_CTX", shell=True)\nos.environ["FB_CTX"]', {
+    context: ctx,
+    envs: { FB_CTX: 'only-now' },
+  })
+  assert.equal(ex.text, 'only-now')
+  assert.equal(ex.logs.stdout.join(''), 'only-now\n')
+  assert.equal((await sbx.runCode('os.environ.get("FB_CTX", "gone")', { context: ctx })).text, 'gone')
+  await sbx.removeCodeContext(ctx)
+})
+
+test('display() in a loop yields one result per call; the value is the main result', async () => {
+  const ex = await sbx.runCode('from IPython.display import display, HTML\nfor i in range(3):\n    display(i)\ndisplay(HTML("<b>x</b>"))\n"done"')
+  assert.deepEqual(ex.results.map((r) => r.text), ['0', '1', '2', '<IPython.core.display.HTML object>', 'done'])
+  assert.equal(ex.results[3].html, '<b>x</b>')
+  assert.deepEqual(ex.results.map((r) => r.isMainResult), [false, false, false, false, true])
+  assert.equal(ex.text, 'done')
+})
+
+test('a PIL image returned, shown or saved comes back as png', async () => {
+  await sbx.runCode('from PIL import Image\nimg = Image.new("RGB", (4, 4), "red")')
+  for (const code of ['img', 'img.show()', 'img.save("/tmp/red.png")']) {
+    const ex = await sbx.runCode(code)
+    assert.equal(ex.error, undefined, code)
+    assert.equal(ex.results.length, 1, code)
+    assert.equal(Buffer.from(ex.results[0].png, 'base64').subarray(1, 4).toString(), 'PNG', code)
+  }
+})
+
+test('a DataFrame has data (ISO timestamps) beside html and text', async () => {
+  const ex = await sbx.runCode('import pandas as pd\npd.DataFrame({"a": [1, 2], "t": pd.to_datetime(["2024-01-01", "2024-01-02"])})')
+  const r = ex.results[0]
+  assert.match(r.html, /<table/)
+  assert.match(r.text, /2024-01-01/)
+  assert.deepEqual(r.data, { a: [1, 2], t: ['2024-01-01T00:00:00', '2024-01-02T00:00:00'] })
+})
+
+test('matplotlib figures carry chart data of every type', async () => {
+  await sbx.runCode('import matplotlib.pyplot as plt')
+  const chart = async (code) => {
+    const ex = await sbx.runCode(code + '\nplt.show()')
+    assert.equal(ex.error, undefined, code)
+    const r = ex.results.find((x) => x.png)
+    assert.ok(r?.chart, `a chart for ${code}`)
+    return r.chart
+  }
+  const line = await chart('plt.plot([1, 2], [3, 4], label="l")\nplt.title("T")\nplt.xlabel("time (s)")')
+  assert.equal(line.type, 'line')
+  assert.equal(line.title, 'T')
+  assert.equal(line.x_unit, 's')
+  assert.equal(line.x_scale, 'linear')
+  assert.ok(Array.isArray(line.x_ticks) && Array.isArray(line.y_tick_labels))
+  assert.deepEqual(line.elements, [{ label: 'l', points: [[1, 3], [2, 4]] }])
+  const scatter = await chart('plt.scatter([1, 2], [10, 100])\nplt.yscale("log")')
+  assert.equal(scatter.type, 'scatter')
+  assert.equal(scatter.y_scale, 'log')
+  const bar = await chart('plt.bar(["a", "b"], [5, 6], label="g")')
+  assert.deepEqual(bar.elements, [{ label: 'a', group: 'g', value: 5 }, { label: 'b', group: 'g', value: 6 }])
+  const pie = await chart('plt.pie([1, 1], labels=["x", "y"])')
+  assert.deepEqual(pie.elements.map((e) => [e.label, e.angle, e.radius]), [['x', 180, 1], ['y', 180, 1]])
+  const box = await chart('plt.boxplot([[1, 2, 3, 4, 5, 20]], labels=["A"], patch_artist=True)')
+  assert.equal(box.type, 'box_and_whisker')
+  assert.deepEqual(box.elements[0], { label: 'A', min: 1, first_quartile: 2.25, median: 3.5, third_quartile: 4.75, max: 5, outliers: [20] })
+  const sup = await chart('fig, (a, b) = plt.subplots(2)\na.plot([1, 2])\nb.bar(["p"], [3])\nfig.suptitle("S")')
+  assert.equal(sup.type, 'superchart')
+  assert.equal(sup.title, 'S')
+  assert.deepEqual(sup.elements.map((e) => e.type), ['line', 'bar'])
+})
+
+test('contexts listing shows the default Python kernel', async () => {
+  const list = await sbx.listCodeContexts()
+  assert.ok(list.some((c) => c.language === 'python'), JSON.stringify(list))
+})
+
+test('code that kills its kernel gets an error and a working kernel next', async () => {
+  const ctx = await sbx.createCodeContext()
+  const ex = await sbx.runCode('import os\nos._exit(1)', { context: ctx })
+  assert.equal(ex.error?.name, 'DeadKernelError')
+  const next = await sbx.runCode('1 + 1', { context: ctx })
+  assert.equal(next.text, '2')
+  assert.equal(next.executionCount, 1)
+  await sbx.removeCodeContext(ctx)
+})
+
+test('a timeout interrupts the cell; the state stays', async () => {
+  await sbx.runCode('kept = "yes"')
+  const t = Date.now()
+  await assert.rejects(sbx.runCode('import time\ntime.sleep(60)', { timeoutMs: 2000 }))
+  assert.ok(Date.now() - t < 20_000)
+  const after = await sbx.runCode('kept')
+  assert.equal(after.text, 'yes')
+  assert.ok(Date.now() - t < 20_000, 'the interrupted cell did not block the next one')
+})
+
 test('a variable survives pause/resume and a fork', async () => {
-  await sbx.runCode('survivor = "kept in memory"')
+  await sbx.runCode('survivor = "kept in memory"\nimport statistics')
+  const before = (await sbx.runCode('1')).executionCount
   await sbx.pause()
   const resumed = await Sandbox.connect(sbx.sandboxId)
-  assert.equal((await resumed.runCode('survivor')).text, 'kept in memory')
+  const again = await resumed.runCode('survivor + str(statistics.mean([1, 3]))')
+  assert.equal(again.text, 'kept in memory2')
+  assert.equal(again.executionCount, before + 1)
   const [fork] = await resumed.fork({ count: 1 })
   assert.ok(!(fork instanceof Error), String(fork))
   extra.push(fork)
