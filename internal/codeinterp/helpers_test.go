@@ -21,7 +21,7 @@ const hostPackages = "python3-ipykernel python3-matplotlib python3-pandas python
 
 // testPython returns the interpreter the tests use: Debian's, since the
 // template's libraries come from Debian packages.
-func testPython(t *testing.T) string {
+func testPython(t testing.TB) string {
 	t.Helper()
 	if _, err := os.Stat("/usr/bin/python3"); err == nil {
 		return "/usr/bin/python3"
@@ -45,13 +45,13 @@ func requireLibs(t *testing.T) {
 }
 
 type testServer struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *Server
 	url   string
 	token string // sent as X-Access-Token when set
 }
 
-func newTestServer(t *testing.T, mod ...func(*Config)) *testServer {
+func newTestServer(t testing.TB, mod ...func(*Config)) *testServer {
 	t.Helper()
 	cfg := Config{
 		Python:         testPython(t),

@@ -9,12 +9,18 @@ import (
 	"strings"
 )
 
-// ipythonStartup runs in every IPython kernel at start: E2B's display
-// formatters (a DataFrame's "e2b/data", a matplotlib figure's
-// "e2b/chart") and PIL images shown, saved or returned as png.
+// ipythonStartup runs in every IPython kernel at start and loads
+// forkboxIPython from the same directory.
 //
 //go:embed ipython_startup.py
 var ipythonStartup []byte
+
+// forkboxIPython sets up E2B's display behaviour: a DataFrame's
+// "e2b/data", a matplotlib figure's "e2b/chart", PIL images shown, saved
+// or returned as png.
+//
+//go:embed forkbox_ipython.py
+var forkboxIPython []byte
 
 // forkboxCharts is the matplotlib → chart extractor (E2B's e2b-charts
 // format), importable in the kernel as forkbox_charts.
@@ -38,25 +44,40 @@ type kernelSpec struct {
 	scopedEnv func(vars map[string]string) (setup, restore string)
 }
 
+// ipykernelLauncher starts ipykernel as ipykernel_launcher does, with jedi
+// (IPython's completer) and debugpy (ipykernel's debugger) kept out: E2B's
+// API has neither completion nor debugging, and the two cost about 18 MB
+// of every kernel's memory. IPython and ipykernel fall back by themselves
+// when the imports fail.
+const ipykernelLauncher = "import sys\n" +
+	"sys.modules['jedi'] = sys.modules['debugpy'] = None\n" +
+	"from ipykernel import kernelapp\n" +
+	"kernelapp.launch_new_instance()"
+
 // pythonSpec is IPython via Debian's python3-ipykernel.
 var pythonSpec = &kernelSpec{
 	name: langPython,
 	argv: func(s *Server, connFile string) ([]string, error) {
 		dir := filepath.Dir(connFile)
-		for name, src := range map[string][]byte{"startup.py": ipythonStartup, "forkbox_charts.py": forkboxCharts} {
+		for name, src := range map[string][]byte{
+			"startup.py": ipythonStartup, "forkbox_ipython.py": forkboxIPython, "forkbox_charts.py": forkboxCharts,
+		} {
 			if err := os.WriteFile(filepath.Join(dir, name), src, 0o644); err != nil {
 				return nil, fmt.Errorf("write kernel helper: %w", err)
 			}
 		}
 		startup := filepath.Join(dir, "startup.py")
 		return []string{
-			s.cfg.Python, "-m", "ipykernel_launcher", "-f", connFile,
+			s.cfg.Python, "-c", ipykernelLauncher, "-f", connFile,
 			// No colours, so tracebacks arrive as plain text (E2B's
 			// ipython_kernel_config.py does the same), and no truncation
 			// of long sequences in text/plain.
 			"--InteractiveShell.colors=NoColor",
 			"--PlainTextFormatter.max_seq_length=0",
 			"--IPKernelApp.exec_files=[" + strconv.Quote(startup) + "]",
+			// History lives in memory (In, Out, _i still work): no SQLite
+			// file and no writer thread, and clones cannot share a file.
+			"--HistoryManager.enabled=False",
 		}, nil
 	},
 	env: []string{"MPLBACKEND=module://matplotlib_inline.backend_inline", "PYTHONUNBUFFERED=1"},
