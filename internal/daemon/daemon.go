@@ -69,6 +69,19 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	log := o.Logger
+	// The lock comes before anything touches the data dir, and the
+	// listeners before anything removes leftovers: a daemon that cannot
+	// serve must not have cleaned up another live daemon's sandboxes.
+	lock, err := lockDataDir(o.DataDir)
+	if err != nil {
+		return err
+	}
+	defer lock.release()
+	lns, err := listen(o)
+	if err != nil {
+		return err
+	}
+	defer lns.close()
 	st, err := store.Open(ctx, o.DataDir)
 	if err != nil {
 		return err
@@ -114,7 +127,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	return serve(ctx, o, srv.Handler(), mgr, key)
+	return serve(ctx, o, lns, srv.Handler(), mgr, key)
 }
 
 func fillOptions(o *Options) error {
@@ -147,34 +160,27 @@ func fillOptions(o *Options) error {
 	return err
 }
 
-// serve runs the HTTP server and the evictor until ctx ends.
-func serve(ctx context.Context, o Options, h http.Handler, mgr *sandbox.Manager, key string) error {
-	ln, err := net.Listen("tcp", o.Listen)
-	if err != nil {
-		return err
-	}
+// serve runs the HTTP server and the evictor on lns until ctx ends.
+func serve(ctx context.Context, o Options, lns *listeners, h http.Handler, mgr *sandbox.Manager, key string) error {
 	hs := server.NewHTTPServer(h, o.Logger)
 	evCtx, stopEvictor := context.WithCancel(ctx)
 	evDone := make(chan struct{})
 	go func() { defer close(evDone); mgr.Run(evCtx) }()
 	errc := make(chan error, 2)
-	go func() { errc <- hs.Serve(ln) }()
-	tf, err := startTLS(o, h, errc)
-	if err != nil {
-		hs.Close()
-		stopEvictor()
-		<-evDone
-		return err
-	}
-	printBanner(o.Out, ln.Addr(), key)
-	tf.printBanner(o.Out, o.Domain)
-	o.Logger.Info("forkbox serving", "addr", ln.Addr().String(), "data", o.DataDir)
+	go func() { errc <- hs.Serve(lns.plain) }()
+	lns.tls.start(o, h, errc)
+	printBanner(o.Out, lns.plain.Addr(), key)
+	lns.tls.printBanner(o.Out, o.Domain)
+	o.Logger.Info("forkbox serving", "addr", lns.plain.Addr().String(), "data", o.DataDir, "pid", os.Getpid())
 	if o.Ready != nil {
-		o.Ready(ln.Addr())
+		o.Ready(lns.plain.Addr())
 	}
+	var err error
 	select {
 	case <-ctx.Done():
+		o.Logger.Info("forkbox shutting down", "reason", context.Cause(ctx))
 	case err = <-errc:
+		o.Logger.Error("forkbox shutting down: a listener failed", "err", err)
 	}
 	stopEvictor()
 	<-evDone
@@ -183,12 +189,13 @@ func serve(ctx context.Context, o Options, h http.Handler, mgr *sandbox.Manager,
 	if serr := hs.Shutdown(shutCtx); serr != nil && err == nil {
 		err = serr
 	}
-	if serr := tf.shutdown(shutCtx); serr != nil && err == nil {
+	if serr := lns.tls.shutdown(shutCtx); serr != nil && err == nil {
 		err = serr
 	}
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
+	logLeftRunning(shutCtx, o.Logger, mgr)
 	return err
 }
 

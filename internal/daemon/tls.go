@@ -23,9 +23,9 @@ type tlsFront struct {
 	caPath string // the generated CA to trust; "" with --tls-cert
 }
 
-// startTLS opens o.TLSListen and serves h on it, sending the end of
-// serving to errc. It returns nil, nil when TLS is not configured.
-func startTLS(o Options, h http.Handler, errc chan<- error) (*tlsFront, error) {
+// listenTLS opens o.TLSListen with its certificate; serving starts later
+// (start). It returns nil, nil when TLS is not configured.
+func listenTLS(o Options) (*tlsFront, error) {
 	if o.TLSListen == "" {
 		if o.TLSCert != "" || o.TLSKey != "" {
 			return nil, errors.New("--tls-cert and --tls-key need --tls-listen")
@@ -40,12 +40,27 @@ func startTLS(o Options, h http.Handler, errc chan<- error) (*tlsFront, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tls listen: %w", err)
 	}
-	hs := server.NewHTTPServer(h, o.Logger)
+	hs := server.NewHTTPServer(nil, o.Logger)
 	hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	f := &tlsFront{ln: ln, hs: hs, caPath: caPath}
-	go func() { errc <- hs.ServeTLS(ln, "", "") }()
-	o.Logger.Info("forkbox serving tls", "addr", ln.Addr().String(), "domain", o.Domain)
-	return f, nil
+	return &tlsFront{ln: ln, hs: hs, caPath: caPath}, nil
+}
+
+// start serves h on the TLS listener, sending the end of serving to errc;
+// a nil f serves nothing.
+func (f *tlsFront) start(o Options, h http.Handler, errc chan<- error) {
+	if f == nil {
+		return
+	}
+	f.hs.Handler = h
+	go func() { errc <- f.hs.ServeTLS(f.ln, "", "") }()
+	o.Logger.Info("forkbox serving tls", "addr", f.ln.Addr().String(), "domain", o.Domain)
+}
+
+// close releases a listener that never served; a nil f has none.
+func (f *tlsFront) close() {
+	if f != nil {
+		f.ln.Close()
+	}
 }
 
 // tlsCertificate returns the certificate of the TLS listener: the files

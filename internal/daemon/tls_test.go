@@ -64,12 +64,12 @@ func TestTLSCertificateOptions(t *testing.T) {
 }
 
 func TestStartTLSNeedsListenForCert(t *testing.T) {
-	f, err := startTLS(Options{TLSCert: "c.pem", TLSKey: "k.pem", Logger: slog.Default()}, http.NotFoundHandler(), nil)
+	f, err := listenTLS(Options{TLSCert: "c.pem", TLSKey: "k.pem", Logger: slog.Default()})
 	if err == nil || f != nil {
-		t.Fatalf("startTLS with --tls-cert but no --tls-listen: %v, %v", f, err)
+		t.Fatalf("listenTLS with --tls-cert but no --tls-listen: %v, %v", f, err)
 	}
-	if f, err := startTLS(Options{}, http.NotFoundHandler(), nil); f != nil || err != nil {
-		t.Fatalf("startTLS without TLS settings: %v, %v", f, err)
+	if f, err := listenTLS(Options{}); f != nil || err != nil {
+		t.Fatalf("listenTLS without TLS settings: %v, %v", f, err)
 	}
 }
 
@@ -80,10 +80,11 @@ func TestStartTLSServes(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.Host) })
 	errc := make(chan error, 1)
 	o := Options{DataDir: dir, Domain: "forkbox.test", TLSListen: "127.0.0.1:0", Logger: slog.Default()}
-	f, err := startTLS(o, h, errc)
+	f, err := listenTLS(o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.start(o, h, errc)
 	defer f.shutdown(context.Background())
 	var banner bytes.Buffer
 	f.printBanner(&banner, o.Domain)

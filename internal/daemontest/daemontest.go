@@ -151,6 +151,13 @@ func readLog(dataDir string) string {
 // Log returns what the daemon printed so far.
 func (d *Daemon) Log() string { return d.p.Log() }
 
+// Pid is the daemon's process id; Cmdline its program and arguments.
+func (d *Daemon) Pid() int { return d.p.Pid() }
+
+// Cmdline is the daemon's program and arguments (to start a rival on the
+// same data dir, say).
+func (d *Daemon) Cmdline() []string { return d.p.Cmdline() }
+
 // Kill9 kills the daemon with SIGKILL (sandboxes keep running) and waits.
 func (d *Daemon) Kill9() { d.p.Kill9() }
 

@@ -1,0 +1,58 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/forkbox/forkbox/internal/sandbox"
+)
+
+// listeners are the daemon's bound sockets, opened before start-up
+// removes anything so that a daemon whose port is taken changes nothing.
+type listeners struct {
+	plain net.Listener
+	tls   *tlsFront // nil without --tls-listen
+}
+
+// listen binds o.Listen and, if set, o.TLSListen.
+func listen(o Options) (*listeners, error) {
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	tf, err := listenTLS(o)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return &listeners{plain: ln, tls: tf}, nil
+}
+
+// close releases the sockets; after serving they are closed already and
+// closing again is harmless.
+func (l *listeners) close() {
+	l.plain.Close()
+	l.tls.close()
+}
+
+// logLeftRunning says what a stopping daemon leaves on the host: its
+// sandboxes keep running (and paused ones stay on disk) by design, so the
+// next `forkbox serve` on the data dir reattaches to them.
+func logLeftRunning(ctx context.Context, log *slog.Logger, mgr *sandbox.Manager) {
+	counts := map[string][]string{}
+	for _, state := range []string{"running", "paused"} {
+		list, _, err := mgr.List(ctx, sandbox.ListFilter{States: []string{state}})
+		if err != nil {
+			log.Warn("forkbox stopped; cannot list the sandboxes it leaves", "err", err)
+			return
+		}
+		for _, sb := range list {
+			counts[state] = append(counts[state], sb.ID)
+		}
+	}
+	log.Info("forkbox stopped; sandboxes keep running until killed or until the next serve expires them",
+		"running", len(counts["running"]), "paused", len(counts["paused"]),
+		"running_ids", counts["running"], "paused_ids", counts["paused"])
+}
