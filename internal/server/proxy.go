@@ -159,6 +159,11 @@ func (d *dataPlane) serve(w http.ResponseWriter, r *http.Request, t target) {
 	}
 	// Client-streaming calls over HTTP/1.1 read the body while answering.
 	http.NewResponseController(w).EnableFullDuplex()
+	// A full-duplex handler must not return with the body unread: the
+	// server's next-request read would race its background read and panic
+	// (golang/go#68560) — as when the sandbox is dead and the round trip
+	// fails before the body is sent.
+	defer r.Body.Close()
 	d.rp.ServeHTTP(w, r.WithContext(withTarget(r, t)))
 }
 
