@@ -1,6 +1,7 @@
 # forkbox — build, serve and test. See README.md.
-# Everything a fresh Debian/Ubuntu machine lacks is installed by `make deps`
-# (apt packages, npm packages of the end-to-end tests); runsc is built from the
+# Everything a fresh Debian/Ubuntu machine lacks is installed by scripts/deps.sh:
+# `make serve` installs only what serving needs (deps-serve), `make test` also
+# what the tests need (deps: npm clients, Chromium, …); runsc is built from the
 # Go module proxy at the version pinned in go.mod.
 
 SHELL      := /bin/bash
@@ -11,8 +12,13 @@ DATA_DIR   ?= /var/lib/forkbox
 LISTEN     ?= 127.0.0.1:3000
 GO         ?= go
 GOTEST_FLAGS ?= -count=1 -timeout 25m
+# The packages whose tests also run under the race detector (Manager, proxy).
+RACE_PKGS  := ./internal/sandbox ./internal/server
+# Fuzz targets (package:Target) and how long `make fuzz` runs each.
+FUZZ_TARGETS := ./internal/server:FuzzRESTDecoders ./internal/server:FuzzDataPlaneTarget ./internal/agent:FuzzSignedURL
+FUZZTIME   ?= 15s
 
-.PHONY: all build deps serve test template bench clean
+.PHONY: all build deps deps-serve serve test test-race fuzz template bench clean
 
 all: build
 
@@ -30,22 +36,38 @@ $(BIN)/runsc: go.mod go.sum scripts/build-runsc.sh $(wildcard tools/seccompgen/*
 	GO=$(GO) scripts/build-runsc.sh $(BIN)/runsc
 	@touch $(BIN)/runsc
 
-## deps: install what the machine lacks (apt packages, npm test clients)
+## deps: install what serving and testing need (apt packages, npm test clients)
 deps:
-	@scripts/deps.sh
+	@scripts/deps.sh test
+
+## deps-serve: install only what serving needs (no npm, no browser)
+deps-serve:
+	@scripts/deps.sh serve
 
 ## template: build (once) the base template into $(DATA_DIR)/templates
 template: build
 	$(BIN)/forkbox template build --data-dir $(DATA_DIR) --agent $(BIN)/forkbox-agent
 
-## serve: install what is missing, build, and start the daemon
-serve: deps build
+## serve: install what serving needs, build, and start the daemon (Ctrl-C or SIGTERM stops it)
+serve: deps-serve build
 	$(BIN)/forkbox serve --listen $(LISTEN) --data-dir $(DATA_DIR) --runsc $(BIN)/runsc --agent $(BIN)/forkbox-agent
 
 ## test: the whole suite — unit, runtime conformance on real runsc, integration and e2e with the npm E2B clients
 test: deps build template
 	FORKBOX_BIN=$(BIN) FORKBOX_ROOTFS=$(DATA_DIR)/templates/base/rootfs FORKBOX_TEMPLATE_DIR=$(DATA_DIR)/templates \
 		$(GO) test $(GOTEST_FLAGS) -p 1 ./...
+	$(MAKE) --no-print-directory test-race fuzz
+
+## test-race: the Manager's and the proxy's tests under the race detector
+test-race:
+	$(GO) test -race -count=1 $(RACE_PKGS)
+
+## fuzz: each fuzz target for $(FUZZTIME); a failing input is kept in the package's testdata/fuzz
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; echo ">> fuzz $$fn in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
 
 ## bench: the benchmark program; writes docs/benchmarks.md
 bench: deps build template

@@ -1,21 +1,35 @@
 #!/usr/bin/env bash
-# Installs what forkbox and its tests need on a fresh Debian/Ubuntu machine.
-# Idempotent and quick when everything is there already.
+# Installs what forkbox needs on a fresh Debian/Ubuntu machine.
+#   scripts/deps.sh serve   what serving needs (make serve): debootstrap, nftables, iproute2
+#   scripts/deps.sh test    that plus what the tests need (make test): Node.js/npm and the
+#                           npm E2B clients, Debian's Python libraries, procps, systemd-analyze
+#                           (the unit file check) and Chromium (the dashboard's browser test)
+# Without an argument it installs everything (test). Idempotent and quick when
+# everything is there already.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mode=${1:-test}
+case "$mode" in
+serve | test) ;;
+*) echo "usage: $0 [serve|test]" >&2; exit 2 ;;
+esac
 
 need=()
 command -v debootstrap >/dev/null || need+=(debootstrap)
 command -v nft >/dev/null || need+=(nftables)
 command -v ip >/dev/null || need+=(iproute2)
-command -v node >/dev/null || need+=(nodejs)
-command -v npm >/dev/null || need+=(npm)
-# The code interpreter's unit tests run Debian's IPython kernel with these libraries.
-/usr/bin/python3 -c 'import ipykernel, matplotlib, pandas, numpy' 2>/dev/null ||
-	need+=(python3-ipykernel python3-matplotlib python3-pandas python3-numpy)
-command -v pgrep >/dev/null || need+=(procps)
-# internal/oci builds a static busybox image (no libc, no bash) for its tests.
-dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
+if [ "$mode" = test ]; then
+	command -v node >/dev/null || need+=(nodejs)
+	command -v npm >/dev/null || need+=(npm)
+	# The code interpreter's unit tests run Debian's IPython kernel with these libraries.
+	/usr/bin/python3 -c 'import ipykernel, matplotlib, pandas, numpy' 2>/dev/null ||
+		need+=(python3-ipykernel python3-matplotlib python3-pandas python3-numpy)
+	command -v pgrep >/dev/null || need+=(procps)
+	command -v systemd-analyze >/dev/null || need+=(systemd)
+	# internal/oci builds a static busybox image (no libc, no bash) for its tests.
+	dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
+	command -v chromium >/dev/null || need+=(chromium)
+fi
 if [ ${#need[@]} -gt 0 ]; then
 	echo ">> apt-get install ${need[*]}"
 	export DEBIAN_FRONTEND=noninteractive
@@ -23,6 +37,7 @@ if [ ${#need[@]} -gt 0 ]; then
 	apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 command -v go >/dev/null || { echo "deps: Go is required (https://go.dev/dl) — not found on PATH" >&2; exit 1; }
+[ "$mode" = test ] || exit 0
 
 # The end-to-end tests drive the daemon with the real, unmodified npm clients.
 if [ -f test/e2e/js/package.json ]; then
