@@ -41,9 +41,9 @@ func (l *listeners) close() {
 // sandboxes keep running (and paused ones stay on disk) by design, so the
 // next `forkbox serve` on the data dir reattaches to them.
 func logLeftRunning(ctx context.Context, log *slog.Logger, mgr *sandbox.Manager) {
-	counts := map[string][]string{}
-	for _, state := range []string{"running", "paused"} {
-		list, _, err := mgr.List(ctx, sandbox.ListFilter{States: []string{state}})
+	counts := map[sandbox.PublicState][]string{}
+	for _, state := range []sandbox.PublicState{sandbox.PublicRunning, sandbox.PublicPaused} {
+		list, _, err := mgr.List(ctx, sandbox.ListFilter{States: []sandbox.PublicState{state}})
 		if err != nil {
 			log.Warn("forkbox stopped; cannot list the sandboxes it leaves", "err", err)
 			return
@@ -53,6 +53,6 @@ func logLeftRunning(ctx context.Context, log *slog.Logger, mgr *sandbox.Manager)
 		}
 	}
 	log.Info("forkbox stopped; sandboxes keep running until killed or until the next serve expires them",
-		"running", len(counts["running"]), "paused", len(counts["paused"]),
-		"running_ids", counts["running"], "paused_ids", counts["paused"])
+		"running", len(counts[sandbox.PublicRunning]), "paused", len(counts[sandbox.PublicPaused]),
+		"running_ids", counts[sandbox.PublicRunning], "paused_ids", counts[sandbox.PublicPaused])
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forkbox/forkbox/internal/runtime/fake"
 	"github.com/forkbox/forkbox/internal/sandbox"
 	"github.com/forkbox/forkbox/internal/store"
 )
@@ -54,12 +55,12 @@ func fuzzServer(f *testing.F) http.Handler {
 		f.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	rt := newFakeRuntime(func(string, int) http.Handler { return nil })
+	rt := fake.New()
 	mgr, err := sandbox.New(sandbox.Config{Runtime: rt, Store: st, Logger: log, ImageDir: f.TempDir()})
 	if err != nil {
 		f.Fatal(err)
 	}
-	s, err := New(Config{Manager: mgr, Store: st, Logger: log})
+	s, err := New(Config{Manager: mgr, Keys: st, Logger: log})
 	if err != nil {
 		f.Fatal(err)
 	}
