@@ -218,3 +218,29 @@ test('a variable survives pause/resume and a fork', async () => {
   await fork.runCode('survivor = "changed in the fork"')
   assert.equal((await resumed.runCode('survivor')).text, 'kept in memory')
 })
+
+test('interpreter state survives snapshot → new sandbox, and rollback restores it', async () => {
+  const api = (method, path, body) =>
+    fetch(process.env.E2B_API_URL + path, {
+      method,
+      headers: { 'X-API-Key': process.env.E2B_API_KEY, 'Content-Type': 'application/json' },
+      body: body && JSON.stringify(body),
+    })
+  await sbx.runCode('import fractions\nstate = "v1"\nf = open("/tmp/open.txt", "w+")\nf.write("kept")')
+  const count = (await sbx.runCode('2')).executionCount
+  const snap = await sbx.createSnapshot()
+  await sbx.runCode('state = "v2"')
+  const fromSnap = await Sandbox.create(snap.snapshotId, { timeoutMs: 60_000 })
+  extra.push(fromSnap)
+  const there = await fromSnap.runCode('f.seek(0)\n(state, str(fractions.Fraction(1, 2)), f.read())')
+  assert.equal(there.text, "('v1', '1/2', 'kept')")
+  assert.equal(there.executionCount, count + 1)
+  const rb = await api('POST', `/sandboxes/${sbx.sandboxId}/rollback`, { snapshotID: snap.snapshotId })
+  assert.equal(rb.status, 200, await rb.text())
+  const back = await sbx.runCode('state')
+  assert.equal(back.text, 'v1')
+  assert.equal(back.executionCount, count + 1)
+  await sbx.runCode('state = "diverged"')
+  assert.equal((await fromSnap.runCode('state')).text, 'v1')
+  await Sandbox.deleteSnapshot(snap.snapshotId).catch(() => {})
+})
