@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/internal/eventlog"
+	"github.com/forkbox/forkbox/internal/runtime"
 	"github.com/forkbox/forkbox/internal/runtime/gvisor"
 	"github.com/forkbox/forkbox/internal/sandbox"
 	"github.com/forkbox/forkbox/internal/server"
@@ -104,19 +105,9 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := sandbox.New(sandbox.Config{
-		Runtime: rt, Store: st, Logger: log, Events: events,
-		DefaultTimeout: o.DefaultTimeout, SweepInterval: o.SweepInterval,
-		AgentArgs: []string{template.AgentInRootFS}, ClientID: hostname(),
-		ImageDir: filepath.Join(o.DataDir, "images"),
-		PoolSize: o.PoolSize, PoolTemplates: []string{template.BaseID, template.CodeInterpreterID},
-		CloneConcurrency: o.CloneConcurrency,
-	})
+	mgr, err := newManager(ctx, o, rt, st, events)
 	if err != nil {
 		return err
-	}
-	if err := mgr.Recover(ctx); err != nil {
-		return fmt.Errorf("recover sandboxes: %w", err)
 	}
 	for _, tpl := range tpls {
 		if err := warmTemplate(ctx, mgr, st, tpl, o); err != nil {
@@ -128,6 +119,26 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	return serve(ctx, o, lns, srv.Handler(), mgr, key)
+}
+
+// newManager builds the sandbox Manager and recovers what a previous
+// daemon left.
+func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.Store, events *eventlog.Log) (*sandbox.Manager, error) {
+	mgr, err := sandbox.New(sandbox.Config{
+		Runtime: rt, Store: st, Logger: o.Logger, Events: events,
+		DefaultTimeout: o.DefaultTimeout, SweepInterval: o.SweepInterval,
+		AgentArgs: []string{template.AgentInRootFS}, ClientID: hostname(),
+		ImageDir: filepath.Join(o.DataDir, "images"),
+		PoolSize: o.PoolSize, PoolTemplates: []string{template.BaseID, template.CodeInterpreterID},
+		CloneConcurrency: o.CloneConcurrency,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Recover(ctx); err != nil {
+		return nil, fmt.Errorf("recover sandboxes: %w", err)
+	}
+	return mgr, nil
 }
 
 func fillOptions(o *Options) error {
