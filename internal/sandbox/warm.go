@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/forkbox/forkbox/internal/cleanup"
 	"github.com/forkbox/forkbox/internal/runtime"
 	"github.com/forkbox/forkbox/internal/store"
 )
@@ -33,21 +34,22 @@ func (m *Manager) WarmTemplate(ctx context.Context, tpl *store.Template, imageDi
 	if _, err := m.rt.Create(ctx, m.spec(&rec)); err != nil {
 		return fmt.Errorf("boot template %s: %w", tpl.ID, err)
 	}
-	defer m.rt.Delete(context.WithoutCancel(ctx), rec.ID)
+	// The booted sandbox and the scratch image go whatever happens: the
+	// image that stays is the one renamed into imageDir.
+	undo := cleanup.New(m.log)
+	defer undo.Run(ctx)
+	undo.Add("delete template sandbox", func(ctx context.Context) error { return m.rt.Delete(ctx, rec.ID) })
+	undo.Add("remove scratch image", func(context.Context) error { return os.RemoveAll(tmp) })
 	for _, port := range append([]int{m.cfg.AgentPort}, tpl.ReadyPorts...) {
 		if err := m.waitHealthy(ctx, rec.ID, port); err != nil {
 			return err
 		}
 	}
 	if err := m.checkpointTemplate(ctx, rec.ID, tmp); err != nil {
-		os.RemoveAll(tmp)
 		return fmt.Errorf("checkpoint template %s: %w", tpl.ID, err)
 	}
-	if err := os.Rename(tmp, imageDir); err != nil {
-		os.RemoveAll(tmp)
-		if !imageExists(imageDir) {
-			return err
-		}
+	if err := os.Rename(tmp, imageDir); err != nil && !imageExists(imageDir) {
+		return err
 	}
 	tpl.ImageDir = imageDir
 	m.log.Info("template image ready", "template", tpl.ID, "image", imageDir)
