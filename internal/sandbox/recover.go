@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
@@ -14,7 +15,8 @@ import (
 // store knows and the runtime still runs are reattached; those whose runtime
 // side is gone are marked killed and whatever they left is released; runtime
 // sandboxes the store does not know (a crash between runtime create and the
-// first write) are deleted. Call it once, before serving.
+// first write) are deleted. Call it once, before serving. Records it could
+// not write back are its error (the view in memory is settled regardless).
 func (m *Manager) Recover(ctx context.Context) error {
 	infos, err := m.rt.List(ctx)
 	if err != nil {
@@ -29,9 +31,10 @@ func (m *Manager) Recover(ctx context.Context) error {
 		return fmt.Errorf("list stored sandboxes: %w", err)
 	}
 	known := make(map[string]bool, len(recs))
+	var errs []error
 	for _, rec := range recs {
 		known[rec.ID] = true
-		m.recoverOne(ctx, rec, live[rec.ID])
+		errs = append(errs, m.recoverOne(ctx, rec, live[rec.ID]))
 	}
 	m.removeOrphanImages(ctx)
 	for id := range live {
@@ -42,12 +45,12 @@ func (m *Manager) Recover(ctx context.Context) error {
 			}
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // recoverOne settles one stored sandbox against the runtime's view (in has
 // an empty ID when the runtime does not have the sandbox).
-func (m *Manager) recoverOne(ctx context.Context, rec *store.Sandbox, in runtime.Info) {
+func (m *Manager) recoverOne(ctx context.Context, rec *store.Sandbox, in runtime.Info) error {
 	st := State(rec.State)
 	e := &entry{rec: *rec, state: st}
 	running := in.ID != "" && (in.State == runtime.StateRunning || in.State == runtime.StatePaused)
@@ -62,7 +65,7 @@ func (m *Manager) recoverOne(ctx context.Context, rec *store.Sandbox, in runtime
 	case st == StateCreating || st == StateKilling:
 		// A half-made sandbox (its agent may hold another's token) or one
 		// that was being killed: finish it off.
-		m.bury(ctx, e, in.ID != "")
+		return m.bury(ctx, e, in.ID != "")
 	case running && st != StatePaused:
 		// Whatever was under way (a pause, snapshot, resume) did not finish
 		// or finished without being recorded: the sandbox still runs.
@@ -70,22 +73,22 @@ func (m *Manager) recoverOne(ctx context.Context, rec *store.Sandbox, in runtime
 			m.thaw(ctx, rec.ID)
 		}
 		m.dropPauseImage(ctx, e)
-		m.adopt(e, StateRunning)
 		m.log.Info("reattached sandbox", "sandbox", rec.ID, "was", st)
+		return m.adopt(e, StateRunning)
 	case !running && hasImage:
 		if in.ID != "" {
 			m.rt.Delete(ctx, rec.ID)
 		}
-		m.adopt(e, StatePaused)
 		m.log.Info("recovered paused sandbox", "sandbox", rec.ID, "was", st)
+		return m.adopt(e, StatePaused)
 	default:
-		m.bury(ctx, e, in.ID != "")
+		return m.bury(ctx, e, in.ID != "")
 	}
 }
 
 // bury records a sandbox that did not survive the daemon's absence as
 // killed and releases whatever it left on the host.
-func (m *Manager) bury(ctx context.Context, e *entry, inRuntime bool) {
+func (m *Manager) bury(ctx context.Context, e *entry, inRuntime bool) error {
 	id := e.rec.ID
 	m.log.Warn("sandbox lost while the daemon was down", "sandbox", id, "state", e.state)
 	if err := m.rt.Delete(ctx, id); err != nil && !errdefs.IsNotFound(err) {
@@ -96,7 +99,7 @@ func (m *Manager) bury(ctx context.Context, e *entry, inRuntime bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e.state = StateKilled
-	m.persistLocked(ctx, e)
+	return m.persistLocked(ctx, e)
 }
 
 func (m *Manager) thaw(ctx context.Context, id string) {
@@ -113,13 +116,13 @@ func (m *Manager) dropPauseImage(ctx context.Context, e *entry) {
 	e.rec.ImageDir = ""
 }
 
-// adopt puts a recovered entry in the live map.
-func (m *Manager) adopt(e *entry, st State) {
+// adopt puts a recovered entry in the live map and records its state.
+func (m *Manager) adopt(e *entry, st State) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e.state = st
-	m.persistLocked(context.Background(), e)
 	m.boxes[e.rec.ID] = e
+	return m.persistLocked(context.Background(), e)
 }
 
 // removeOrphanImages deletes the images no record refers to: the remains
