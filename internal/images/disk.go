@@ -13,7 +13,8 @@ import (
 )
 
 // Disk is a Store in a directory tree: root/<kind>/<id> holds a committed
-// image, root/<kind>/.new-<id> one being written. Commit is a rename, so a
+// image, root/<kind>/.new-<id> one being written (and <id>.old, for a
+// moment, the image a Commit replaces). Commit is a rename, so a
 // crash never leaves a half-written image where Open looks; Link is hard
 // links, so a snapshot of a paused sandbox costs no copy.
 type Disk struct {
@@ -39,16 +40,37 @@ func NewDisk(root string) (*Disk, error) {
 			return nil, fmt.Errorf("image store: %w", err)
 		}
 		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), partialPrefix) {
-				os.RemoveAll(filepath.Join(dir, e.Name()))
-			}
+			recoverEntry(dir, e.Name())
 		}
 	}
 	return d, nil
 }
 
-func (d *Disk) path(ref Ref) string    { return filepath.Join(d.root, string(ref.Kind), ref.ID) }
-func (d *Disk) partial(ref Ref) string { return filepath.Join(d.root, string(ref.Kind), partialPrefix+ref.ID) }
+// oldSuffix marks a committed image Commit is replacing.
+const oldSuffix = ".old"
+
+// recoverEntry settles one entry of a kind's directory after a crash: a
+// partial image goes; a replaced image goes if its replacement is in
+// place, and is put back if the crash came between Commit's two renames.
+func recoverEntry(dir, name string) {
+	p := filepath.Join(dir, name)
+	switch {
+	case strings.HasPrefix(name, partialPrefix):
+		os.RemoveAll(p)
+	case strings.HasSuffix(name, oldSuffix):
+		cur := strings.TrimSuffix(p, oldSuffix)
+		if _, err := os.Stat(cur); err == nil {
+			os.RemoveAll(p)
+		} else {
+			os.Rename(p, cur)
+		}
+	}
+}
+
+func (d *Disk) path(ref Ref) string { return filepath.Join(d.root, string(ref.Kind), ref.ID) }
+func (d *Disk) partial(ref Ref) string {
+	return filepath.Join(d.root, string(ref.Kind), partialPrefix+ref.ID)
+}
 
 // Create implements Store.
 func (d *Disk) Create(ctx context.Context, ref Ref) (string, error) {
@@ -77,7 +99,7 @@ func (d *Disk) Commit(ctx context.Context, ref Ref) error {
 	dst := d.path(ref)
 	// A directory cannot be renamed over a non-empty one: move the old
 	// image aside first, then drop it.
-	old := dst + ".old"
+	old := dst + oldSuffix
 	if err := os.Rename(dst, old); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("image %s: %w", ref, err)
 	}
@@ -146,7 +168,7 @@ func (d *Disk) List(ctx context.Context, kind Kind) ([]string, error) {
 	}
 	var ids []string
 	for _, e := range ents {
-		if n := e.Name(); e.IsDir() && !strings.HasPrefix(n, partialPrefix) && !strings.HasSuffix(n, ".old") {
+		if n := e.Name(); e.IsDir() && !strings.HasPrefix(n, partialPrefix) && !strings.HasSuffix(n, oldSuffix) {
 			ids = append(ids, n)
 		}
 	}

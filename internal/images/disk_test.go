@@ -56,3 +56,35 @@ func TestDiskRecoversPartialImages(t *testing.T) {
 		t.Error("a half-written image survived the restart")
 	}
 }
+
+// TestDiskRecoversInterruptedCommit: a crash between Commit's two renames
+// (the old image moved aside, the new one not yet in place) leaves the old
+// image; after the second rename, the new one.
+func TestDiskRecoversInterruptedCommit(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	dir := filepath.Join(root, string(images.KindSnapshot))
+	aside, both := runtime.NewID(), runtime.NewID()
+	os.MkdirAll(filepath.Join(dir, aside+".old"), 0o700)
+	os.WriteFile(filepath.Join(dir, aside+".old", "checkpoint.img"), []byte("old"), 0o600)
+	os.MkdirAll(filepath.Join(dir, both+".old"), 0o700)
+	os.WriteFile(filepath.Join(dir, both+".old", "checkpoint.img"), []byte("old"), 0o600)
+	os.MkdirAll(filepath.Join(dir, both), 0o700)
+	os.WriteFile(filepath.Join(dir, both, "checkpoint.img"), []byte("new"), 0o600)
+	d, err := images.NewDisk(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{aside: "old", both: "new"} {
+		p, err := d.Open(ctx, images.Snapshot(id))
+		if err != nil {
+			t.Fatalf("open %s: %v", id, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(p, "checkpoint.img")); string(b) != want {
+			t.Errorf("%s holds %q, want %q", id, b, want)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
+		t.Errorf("left %v", ents)
+	}
+}
