@@ -87,7 +87,10 @@ type listError struct {
 	err         error
 }
 
+// Error implements error.
 func (e *listError) Error() string {
 	return "go list " + e.pkg + ": " + e.err.Error() + ": " + e.stderr
 }
+
+// Unwrap returns go list's exit error.
 func (e *listError) Unwrap() error { return e.err }

@@ -46,6 +46,7 @@ func Pause(id string) Ref { return Ref{KindPause, id} }
 // Snapshot is the ref of snapshot id's image.
 func Snapshot(id string) Ref { return Ref{KindSnapshot, id} }
 
+// String names the ref as kind/id, for logs.
 func (r Ref) String() string { return string(r.Kind) + "/" + r.ID }
 
 // Validate refuses refs that could escape the store (ids are runtime ids).
