@@ -101,18 +101,9 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer closeRuntime(context.WithoutCancel(ctx))
-	events, err := eventlog.Open(filepath.Join(o.DataDir, "events"), 0)
+	mgr, err := newManager(ctx, o, rt, st, tpls)
 	if err != nil {
 		return err
-	}
-	mgr, err := newManager(ctx, o, rt, st, events)
-	if err != nil {
-		return err
-	}
-	for _, tpl := range tpls {
-		if err := warmTemplate(ctx, mgr, st, tpl, o); err != nil {
-			return err
-		}
 	}
 	srv, err := server.New(server.Config{Manager: mgr, Keys: st, Logger: log, Domain: o.Domain})
 	if err != nil {
@@ -121,9 +112,13 @@ func Run(ctx context.Context, o Options) error {
 	return serve(ctx, o, lns, srv.Handler(), mgr, key)
 }
 
-// newManager builds the sandbox Manager and recovers what a previous
-// daemon left.
-func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.Store, events *eventlog.Log) (*sandbox.Manager, error) {
+// newManager builds the sandbox Manager with its event log, recovers what a
+// previous daemon left and warms the built-in templates.
+func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.Store, tpls []*store.Template) (*sandbox.Manager, error) {
+	events, err := eventlog.Open(filepath.Join(o.DataDir, "events"), 0)
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := sandbox.New(sandbox.Config{
 		Runtime: rt, Store: st, Logger: o.Logger, Events: events,
 		DefaultTimeout: o.DefaultTimeout, SweepInterval: o.SweepInterval,
@@ -137,6 +132,11 @@ func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.St
 	}
 	if err := mgr.Recover(ctx); err != nil {
 		return nil, fmt.Errorf("recover sandboxes: %w", err)
+	}
+	for _, tpl := range tpls {
+		if err := warmTemplate(ctx, mgr, st, tpl, o); err != nil {
+			return nil, err
+		}
 	}
 	return mgr, nil
 }
