@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -12,6 +13,16 @@ import (
 
 // accessTokenHeader carries the sandbox's envd access token.
 const accessTokenHeader = "X-Access-Token"
+
+// The 401 messages are envd's, word for word: clients and their tests
+// match on them.
+var (
+	errNoToken          = errors.New("unauthorized access, please provide a valid access token or method signing if supported")
+	errHeaderMismatch   = errors.New("access token present in header but does not match")
+	errNoSignature      = errors.New("missing signature query parameter")
+	errBadSignature     = errors.New("invalid signature")
+	errExpiredSignature = errors.New("signature is already expired")
+)
 
 // withAuth enforces the access token once /init (or Config) has set one.
 // /health stays open so the daemon can probe readiness without secrets;
@@ -23,31 +34,42 @@ func (a *Agent) withAuth(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if hdr := r.Header.Get(accessTokenHeader); hdr != "" || r.URL.Path != "/files" {
-			if !a.state.tokenMatches(hdr) {
-				writeJSONError(w, http.StatusUnauthorized, errors.New("missing or invalid access token"))
+		if r.URL.Path != "/files" {
+			if !a.state.tokenMatches(r.Header.Get(accessTokenHeader)) {
+				writeJSONError(w, http.StatusUnauthorized, errNoToken)
 				return
 			}
 			next.ServeHTTP(w, r)
 			return
 		}
-		if err := a.checkFileSignature(r, time.Now()); err != nil {
-			writeJSONError(w, http.StatusUnauthorized, err)
+		if err := a.checkFileAccess(r, time.Now()); err != nil {
+			status := http.StatusUnauthorized
+			if errors.Is(err, errBadRequest) {
+				status = http.StatusBadRequest
+			}
+			writeJSONError(w, status, err)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// checkFileSignature validates the signature query parameters of a /files
-// request. The SDK signs "path:operation:username:token[:expiration]" with
-// SHA-256, base64 without padding, prefixed "v1_"; username is empty when
-// the request names none.
-func (a *Agent) checkFileSignature(r *http.Request, now time.Time) error {
+// checkFileAccess authorizes a /files request as envd does: a token in the
+// header must match; without one, the signature query parameters must. The
+// SDK signs "path:operation:username:token[:expiration]" with SHA-256,
+// base64 without padding, prefixed "v1_"; username is empty when the
+// request names none. The signature is checked before the expiry, so a
+// forged URL never learns whether its expiry would have passed.
+func (a *Agent) checkFileAccess(r *http.Request, now time.Time) error {
+	if hdr := r.Header.Get(accessTokenHeader); hdr != "" {
+		if !a.state.tokenMatches(hdr) {
+			return errHeaderMismatch
+		}
+		return nil
+	}
 	q := r.URL.Query()
-	sig := q.Get("signature")
-	if sig == "" {
-		return errors.New("missing access token or signature")
+	if !q.Has("signature") {
+		return errNoSignature
 	}
 	op := "read"
 	if r.Method == http.MethodPost {
@@ -57,16 +79,16 @@ func (a *Agent) checkFileSignature(r *http.Request, now time.Time) error {
 	if raw := q.Get("signature_expiration"); raw != "" {
 		v, err := strconv.ParseInt(raw, 10, 64)
 		if err != nil {
-			return errors.New("invalid signature_expiration")
+			return fmt.Errorf("%w: invalid format for parameter signature_expiration: %v", errBadRequest, err)
 		}
 		exp = &v
 	}
 	want := fileSignature(q.Get("path"), op, q.Get("username"), a.state.token(), exp)
-	if subtle.ConstantTimeCompare([]byte(want), []byte(sig)) != 1 {
-		return errors.New("invalid signature")
+	if subtle.ConstantTimeCompare([]byte(want), []byte(q.Get("signature"))) != 1 {
+		return errBadSignature
 	}
 	if exp != nil && *exp < now.Unix() {
-		return errors.New("signature has expired")
+		return errExpiredSignature
 	}
 	return nil
 }

@@ -22,7 +22,8 @@ func entryInfo(path string) (*fspb.EntryInfo, error) {
 	return entryFromInfo(path, fi), nil
 }
 
-// entryFromInfo builds an EntryInfo. For a symlink, type and mode describe
+// entryFromInfo builds an EntryInfo, with the file's metadata (user.e2b.*
+// attributes). For a symlink, type and mode describe
 // the target (as envd does, so a link to a directory lists as a directory)
 // and symlink_target holds the resolved target path; a dangling link has
 // type unspecified.
@@ -49,6 +50,7 @@ func entryFromInfo(path string, fi fs.FileInfo) *fspb.EntryInfo {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		e.Owner, e.Group = ownerNames(st.Uid, st.Gid)
 	}
+	e.Metadata = readMetadata(path)
 	return e
 }
 

@@ -20,6 +20,8 @@ type uploadedEntry struct {
 	Path string `json:"path"`
 	Name string `json:"name"`
 	Type string `json:"type"`
+	// Metadata is what the file holds after the upload (user.e2b.*).
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // handleDownload serves GET /files?path=&username=. It supports ranges and,
@@ -31,7 +33,8 @@ func (a *Agent) handleDownload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := a.resolvePath(r.URL.Query().Get("path"), acct)
-	f, err := os.Open(p)
+	var f *os.File
+	err = asAccount(acct, func() (err error) { f, err = os.Open(p); return err })
 	if err != nil {
 		writeJSONError(w, httpStatus(err), err)
 		return
@@ -74,13 +77,20 @@ func acceptsGzip(r *http.Request) bool {
 }
 
 // handleUpload serves POST /files: a multipart form with one or more "file"
-// parts, or a raw application/octet-stream body (path required). Parent
-// directories are created and everything created is owned by the user.
+// parts, or a raw application/octet-stream body (path required). The files
+// are written as the named user (see asAccount), parent directories are
+// created, and the request's X-Metadata-* headers become every written
+// file's metadata.
 func (a *Agent) handleUpload(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	acct, err := a.namedAccount(q.Get("username"))
 	if err != nil {
 		writeJSONError(w, http.StatusUnauthorized, err)
+		return
+	}
+	md := metadataFromHeaders(r.Header)
+	if err := validateMetadata(md); err != nil {
+		writeJSONError(w, http.StatusBadRequest, err)
 		return
 	}
 	body := io.Reader(r.Body)
@@ -97,9 +107,9 @@ func (a *Agent) handleUpload(w http.ResponseWriter, r *http.Request) {
 	var entries []uploadedEntry
 	switch {
 	case mediaType == "application/octet-stream":
-		entries, err = a.uploadRaw(q.Get("path"), body, acct)
+		entries, err = a.uploadRaw(q.Get("path"), body, md, acct)
 	case strings.HasPrefix(mediaType, "multipart/"):
-		entries, err = a.uploadMultipart(q.Get("path"), body, params["boundary"], acct)
+		entries, err = a.uploadMultipart(q.Get("path"), body, params["boundary"], md, acct)
 	default:
 		err = fmt.Errorf("%w: content type %q, want multipart/form-data or application/octet-stream", errBadRequest, mediaType)
 	}
@@ -119,11 +129,11 @@ func uploadStatus(err error) int {
 }
 
 // uploadRaw writes the whole body to path.
-func (a *Agent) uploadRaw(path string, body io.Reader, acct *account) ([]uploadedEntry, error) {
+func (a *Agent) uploadRaw(path string, body io.Reader, md map[string]string, acct *account) ([]uploadedEntry, error) {
 	if path == "" {
 		return nil, fmt.Errorf("%w: the path query parameter is required for raw uploads", errBadRequest)
 	}
-	e, err := a.writeUserFile(a.resolvePath(path, acct), body, acct)
+	e, err := a.writeUserFile(a.resolvePath(path, acct), body, md, acct)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -47,7 +48,7 @@ type uploaded struct {
 }
 
 func TestFilesUploadDownload(t *testing.T) {
-	dir := t.TempDir()
+	dir := ownedDir(t, nobodyUID)
 	ta := startAgent(t, agent.Config{})
 	q := func(p, user string) string {
 		return "/files?" + url.Values{"path": {p}, "username": {user}}.Encode()
@@ -61,7 +62,7 @@ func TestFilesUploadDownload(t *testing.T) {
 	if code != 200 || json.Unmarshal(body, &got) != nil || len(got) != 1 || got[0].Path != raw || got[0].Type != "file" {
 		t.Fatalf("octet upload: %d %s", code, body)
 	}
-	if ownerUID(t, raw) != 65534 || ownerUID(t, filepath.Join(dir, "raw")) != 65534 {
+	if ownerUID(t, raw) != nobodyUID || ownerUID(t, filepath.Join(dir, "raw")) != nobodyUID {
 		t.Errorf("uploaded file or created parent not owned by nobody")
 	}
 
@@ -168,25 +169,40 @@ func TestSignedFileURLs(t *testing.T) {
 		v.Set("signature", "v1_"+base64.RawStdEncoding.EncodeToString(sum[:]))
 		return v
 	}
-	octet := map[string]string{"Content-Type": "application/octet-stream"}
 	future := time.Now().Add(time.Minute).Unix()
 	past := time.Now().Add(-time.Minute).Unix()
+	forged := sign("read", "", past)
+	forged.Set("signature_expiration", strconv.FormatInt(past-1, 10))
 	cases := []struct {
 		name   string
 		method string
 		query  url.Values
+		hdr    map[string]string
 		want   int
+		msg    string // envd's exact message for a 401
 	}{
-		{"signed upload", "POST", sign("write", "root", 0), 200},
-		{"signed download with expiry", "GET", sign("read", "", future), 200},
-		{"read signature used to write", "POST", sign("read", "", 0), 401},
-		{"expired", "GET", sign("read", "", past), 401},
-		{"no signature", "GET", url.Values{"path": {path}}, 401},
+		{"signed upload", "POST", sign("write", "root", 0), nil, 200, ""},
+		{"signed download with expiry", "GET", sign("read", "", future), nil, 200, ""},
+		{"read signature used to write", "POST", sign("read", "", 0), nil, 401, "invalid signature"},
+		{"expired", "GET", sign("read", "", past), nil, 401, "signature is already expired"},
+		{"expired and forged: the signature is checked first", "GET", forged, nil, 401, "invalid signature"},
+		{"no signature", "GET", url.Values{"path": {path}}, nil, 401, "missing signature query parameter"},
+		{"wrong token in the header", "GET", sign("read", "", future), map[string]string{"X-Access-Token": "nope"},
+			401, "access token present in header but does not match"},
+		{"right token in the header, no signature", "GET", url.Values{"path": {path}}, map[string]string{"X-Access-Token": "tok"}, 200, ""},
 	}
 	for _, tc := range cases {
-		code, body := ta.do(t, tc.method, "/files?"+tc.query.Encode(), strings.NewReader("signed"), octet)
+		hdr := map[string]string{"Content-Type": "application/octet-stream"}
+		maps.Copy(hdr, tc.hdr)
+		code, body := ta.do(t, tc.method, "/files?"+tc.query.Encode(), strings.NewReader("signed"), hdr)
 		if code != tc.want {
 			t.Errorf("%s: %d %s, want %d", tc.name, code, body, tc.want)
+		}
+		if tc.msg != "" {
+			want := fmt.Sprintf(`{"code":401,"message":%q}`, tc.msg)
+			if strings.TrimSpace(string(body)) != want {
+				t.Errorf("%s: body %s, want %s", tc.name, body, want)
+			}
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 // each part's filename names its destination; the SDK sends full paths
 // there, so the raw header value is used rather than multipart's
 // base-name-only FileName.
-func (a *Agent) uploadMultipart(path string, body io.Reader, boundary string, acct *account) ([]uploadedEntry, error) {
+func (a *Agent) uploadMultipart(path string, body io.Reader, boundary string, md map[string]string, acct *account) ([]uploadedEntry, error) {
 	if boundary == "" {
 		return nil, fmt.Errorf("%w: multipart body without boundary", errBadRequest)
 	}
@@ -42,7 +42,7 @@ func (a *Agent) uploadMultipart(path string, body io.Reader, boundary string, ac
 			return nil, err
 		}
 		seen[dest] = true
-		e, err := a.writeUserFile(dest, part, acct)
+		e, err := a.writeUserFile(dest, part, md, acct)
 		part.Close()
 		if err != nil {
 			return nil, err
@@ -69,28 +69,33 @@ func (a *Agent) partPath(path string, part *multipart.Part, acct *account) (stri
 }
 
 // writeUserFile creates or truncates dest with the content of r, creating
-// parent directories; the file and new directories belong to acct.
-func (a *Agent) writeUserFile(dest string, r io.Reader, acct *account) (uploadedEntry, error) {
-	if err := mkdirAllOwned(filepath.Dir(dest), acct); err != nil {
-		return uploadedEntry{}, err
-	}
-	if fi, err := os.Stat(dest); err == nil && fi.IsDir() {
-		return uploadedEntry{}, fmt.Errorf("%w: %s is a directory", errBadRequest, dest)
-	}
-	f, err := os.OpenFile(dest, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return uploadedEntry{}, err
-	}
-	if err := f.Chown(int(acct.UID), int(acct.GID)); err != nil {
-		f.Close()
-		return uploadedEntry{}, err
-	}
-	_, err = io.Copy(f, r)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+// parent directories, and makes md its metadata — all as acct, so the user
+// can only write where its rights allow and owns what it creates.
+func (a *Agent) writeUserFile(dest string, r io.Reader, md map[string]string, acct *account) (uploadedEntry, error) {
+	err := asAccount(acct, func() error {
+		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+			return err
+		}
+		if fi, err := os.Stat(dest); err == nil && fi.IsDir() {
+			return fmt.Errorf("%w: path is a directory: %s", errBadRequest, dest)
+		}
+		f, err := os.OpenFile(dest, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(f, r)
+		if err == nil {
+			err = writeMetadata(f, md)
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
 	if err != nil {
 		return uploadedEntry{}, fmt.Errorf("writing %s: %w", dest, err)
 	}
-	return uploadedEntry{Path: dest, Name: filepath.Base(dest), Type: "file"}, nil
+	e := uploadedEntry{Path: dest, Name: filepath.Base(dest), Type: "file"}
+	_ = asAccount(acct, func() error { e.Metadata = readMetadata(dest); return nil })
+	return e, nil
 }

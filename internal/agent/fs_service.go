@@ -15,10 +15,10 @@ import (
 	fspb "github.com/forkbox/forkbox/api/gen/filesystem"
 )
 
-// filesystemService implements filesystem.Filesystem. The agent runs as
-// root, so operations are not permission-checked as the acting user (envd
-// behaves the same); the user decides where relative paths start and who
-// owns what the agent creates.
+// filesystemService implements filesystem.Filesystem. Every operation runs
+// with the acting user's rights (asAccount): the user decides where
+// relative paths start, what may be read or changed, and owns what it
+// creates. A permission error answers CodePermissionDenied.
 type filesystemService struct {
 	a *Agent
 }
@@ -39,12 +39,12 @@ type connectHeader interface {
 
 // Stat describes one entry.
 func (s *filesystemService) Stat(ctx context.Context, req *connect.Request[fspb.StatRequest]) (*connect.Response[fspb.StatResponse], error) {
-	p, _, err := s.pathFor(req, req.Msg.GetPath())
+	p, acct, err := s.pathFor(req, req.Msg.GetPath())
 	if err != nil {
 		return nil, err
 	}
-	e, err := entryInfo(p)
-	if err != nil {
+	var e *fspb.EntryInfo
+	if err := asAccount(acct, func() (err error) { e, err = entryInfo(p); return err }); err != nil {
 		return nil, fsError(err)
 	}
 	return connect.NewResponse(&fspb.StatResponse{Entry: e}), nil
@@ -56,16 +56,20 @@ func (s *filesystemService) MakeDir(ctx context.Context, req *connect.Request[fs
 	if err != nil {
 		return nil, err
 	}
-	if fi, err := os.Stat(p); err == nil {
-		if fi.IsDir() {
-			return nil, connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("directory %s already exists", p))
+	var e *fspb.EntryInfo
+	err = asAccount(acct, func() error {
+		if fi, err := os.Stat(p); err == nil {
+			if fi.IsDir() {
+				return connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("directory %s already exists", p))
+			}
+			return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s exists and is not a directory", p))
 		}
-		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s exists and is not a directory", p))
-	}
-	if err := mkdirAllOwned(p, acct); err != nil {
-		return nil, fsError(err)
-	}
-	e, err := entryInfo(p)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return err
+		}
+		e, err = entryInfo(p)
+		return err
+	})
 	if err != nil {
 		return nil, fsError(err)
 	}
@@ -73,38 +77,41 @@ func (s *filesystemService) MakeDir(ctx context.Context, req *connect.Request[fs
 }
 
 // Move renames source to destination, creating the destination's parents.
+// The entry keeps its metadata: xattrs belong to the inode.
 func (s *filesystemService) Move(ctx context.Context, req *connect.Request[fspb.MoveRequest]) (*connect.Response[fspb.MoveResponse], error) {
 	src, acct, err := s.pathFor(req, req.Msg.GetSource())
 	if err != nil {
 		return nil, err
 	}
 	dst := s.a.resolvePath(req.Msg.GetDestination(), acct)
-	if _, err := os.Lstat(src); err != nil {
-		return nil, fsError(err)
-	}
-	if err := mkdirAllOwned(filepath.Dir(dst), acct); err != nil {
-		return nil, fsError(err)
-	}
-	if err := os.Rename(src, dst); err != nil {
-		return nil, fsError(err)
-	}
-	e, err := entryInfo(dst)
+	var e *fspb.EntryInfo
+	err = asAccount(acct, func() error {
+		if _, err := os.Lstat(src); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		if err := os.Rename(src, dst); err != nil {
+			return err
+		}
+		e, err = entryInfo(dst)
+		return err
+	})
 	if err != nil {
 		return nil, fsError(err)
 	}
 	return connect.NewResponse(&fspb.MoveResponse{Entry: e}), nil
 }
 
-// Remove deletes a file or a whole directory tree.
+// Remove deletes a file or a whole directory tree. Like envd's, it is
+// idempotent: a path that does not exist is already removed.
 func (s *filesystemService) Remove(ctx context.Context, req *connect.Request[fspb.RemoveRequest]) (*connect.Response[fspb.RemoveResponse], error) {
-	p, _, err := s.pathFor(req, req.Msg.GetPath())
+	p, acct, err := s.pathFor(req, req.Msg.GetPath())
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Lstat(p); err != nil {
-		return nil, fsError(err)
-	}
-	if err := os.RemoveAll(p); err != nil {
+	if err := asAccount(acct, func() error { return os.RemoveAll(p) }); err != nil {
 		return nil, fsError(err)
 	}
 	return connect.NewResponse(&fspb.RemoveResponse{}), nil
@@ -114,21 +121,25 @@ func (s *filesystemService) Remove(ctx context.Context, req *connect.Request[fsp
 // direct children). Symlinks are listed but not descended into, so a link
 // cycle cannot make the walk endless.
 func (s *filesystemService) ListDir(ctx context.Context, req *connect.Request[fspb.ListDirRequest]) (*connect.Response[fspb.ListDirResponse], error) {
-	p, _, err := s.pathFor(req, req.Msg.GetPath())
+	p, acct, err := s.pathFor(req, req.Msg.GetPath())
 	if err != nil {
 		return nil, err
 	}
-	root, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return nil, fsError(err)
-	}
-	if fi, err := os.Stat(root); err != nil {
-		return nil, fsError(err)
-	} else if !fi.IsDir() {
-		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s is not a directory", p))
-	}
 	depth := max(int(req.Msg.GetDepth()), 1)
-	entries, err := walkDir(ctx, p, root, depth)
+	var entries []*fspb.EntryInfo
+	err = asAccount(acct, func() error {
+		root, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return err
+		}
+		if fi, err := os.Stat(root); err != nil {
+			return err
+		} else if !fi.IsDir() {
+			return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s is not a directory", p))
+		}
+		entries, err = walkDir(ctx, p, root, depth)
+		return err
+	})
 	if err != nil {
 		return nil, fsError(err)
 	}

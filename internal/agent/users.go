@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"os/user"
 	"path/filepath"
 	"strconv"
@@ -111,28 +110,4 @@ func (a *Agent) resolvePath(p string, acct *account) string {
 		p = filepath.Join(a.workdirFor(acct), p)
 	}
 	return filepath.Clean(p)
-}
-
-// mkdirAllOwned creates dir and any missing parents, giving every directory
-// it creates to acct so the user can later write where it uploaded.
-func mkdirAllOwned(dir string, acct *account) error {
-	var missing []string
-	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(d); err == nil {
-			break
-		}
-		missing = append(missing, d)
-		if d == filepath.Dir(d) {
-			break
-		}
-	}
-	for i := len(missing) - 1; i >= 0; i-- {
-		if err := os.Mkdir(missing[i], 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return err
-		}
-		if err := os.Chown(missing[i], int(acct.UID), int(acct.GID)); err != nil {
-			return err
-		}
-	}
-	return nil
 }

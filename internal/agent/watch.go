@@ -18,6 +18,7 @@ import (
 // inotify watches single directories, so a recursive watcher adds every
 // subdirectory, including ones created while it runs.
 type dirWatcher struct {
+	acct         *account // whose rights directories are watched and described with
 	root         string
 	recursive    bool
 	includeEntry bool
@@ -27,10 +28,12 @@ type dirWatcher struct {
 	done         chan struct{}
 }
 
-// watchDir starts watching root (which must be a directory); emit is called
-// from the watcher's goroutine for every event until close.
-func watchDir(root string, recursive, includeEntry bool, log *slog.Logger, emit func(*fspb.FilesystemEvent)) (*dirWatcher, error) {
-	fi, err := os.Stat(root)
+// watchDir starts watching root (which must be a directory) with acct's
+// rights; emit is called from the watcher's goroutine for every event until
+// close.
+func watchDir(acct *account, root string, recursive, includeEntry bool, log *slog.Logger, emit func(*fspb.FilesystemEvent)) (*dirWatcher, error) {
+	var fi os.FileInfo
+	err := asAccount(acct, func() (err error) { fi, err = os.Stat(root); return err })
 	if err != nil {
 		return nil, fsError(err)
 	}
@@ -41,7 +44,7 @@ func watchDir(root string, recursive, includeEntry bool, log *slog.Logger, emit 
 	if err != nil {
 		return nil, connect.NewError(connect.CodeInternal, err)
 	}
-	dw := &dirWatcher{root: root, recursive: recursive, includeEntry: includeEntry,
+	dw := &dirWatcher{acct: acct, root: root, recursive: recursive, includeEntry: includeEntry,
 		w: w, emit: emit, log: log, done: make(chan struct{})}
 	if err := dw.add(root); err != nil {
 		w.Close()
@@ -51,8 +54,13 @@ func watchDir(root string, recursive, includeEntry bool, log *slog.Logger, emit 
 	return dw, nil
 }
 
-// add watches dir and, when recursive, every directory below it.
+// add watches dir and, when recursive, every directory below it (those the
+// user may read).
 func (dw *dirWatcher) add(dir string) error {
+	return asAccount(dw.acct, func() error { return dw.addAll(dir) })
+}
+
+func (dw *dirWatcher) addAll(dir string) error {
 	if !dw.recursive {
 		return dw.w.Add(dir)
 	}
@@ -120,9 +128,7 @@ func (dw *dirWatcher) handle(ev fsnotify.Event) {
 		}
 		fe := &fspb.FilesystemEvent{Name: rel, Type: ot.typ}
 		if dw.includeEntry && ot.op != fsnotify.Remove && ot.op != fsnotify.Rename {
-			if e, err := entryInfo(ev.Name); err == nil {
-				fe.Entry = e
-			}
+			_ = asAccount(dw.acct, func() (err error) { fe.Entry, err = entryInfo(ev.Name); return err })
 		}
 		dw.emit(fe)
 	}

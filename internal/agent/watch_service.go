@@ -20,7 +20,7 @@ const maxPolledEvents = 10000
 // is in place (so the client knows later changes will be seen), then events,
 // with keepalives while idle.
 func (s *filesystemService) WatchDir(ctx context.Context, req *connect.Request[fspb.WatchDirRequest], stream *connect.ServerStream[fspb.WatchDirResponse]) error {
-	p, _, err := s.pathFor(req, req.Msg.GetPath())
+	p, acct, err := s.pathFor(req, req.Msg.GetPath())
 	if err != nil {
 		return err
 	}
@@ -28,7 +28,7 @@ func (s *filesystemService) WatchDir(ctx context.Context, req *connect.Request[f
 	// stop unblocks the watcher's emit when this handler returns for any
 	// reason, so dw.close never waits on a send nobody will receive.
 	stop := make(chan struct{})
-	dw, err := watchDir(p, req.Msg.GetRecursive(), req.Msg.GetIncludeEntry(), s.a.log, func(ev *fspb.FilesystemEvent) {
+	dw, err := watchDir(acct, p, req.Msg.GetRecursive(), req.Msg.GetIncludeEntry(), s.a.log, func(ev *fspb.FilesystemEvent) {
 		select {
 		case events <- ev:
 		case <-stop:
@@ -82,12 +82,12 @@ func newWatcherTable() *watcherTable {
 
 // CreateWatcher starts a polling watcher and returns its id.
 func (s *filesystemService) CreateWatcher(ctx context.Context, req *connect.Request[fspb.CreateWatcherRequest]) (*connect.Response[fspb.CreateWatcherResponse], error) {
-	p, _, err := s.pathFor(req, req.Msg.GetPath())
+	p, acct, err := s.pathFor(req, req.Msg.GetPath())
 	if err != nil {
 		return nil, err
 	}
 	pw := &pollWatcher{}
-	dw, err := watchDir(p, req.Msg.GetRecursive(), req.Msg.GetIncludeEntry(), s.a.log, func(ev *fspb.FilesystemEvent) {
+	dw, err := watchDir(acct, p, req.Msg.GetRecursive(), req.Msg.GetIncludeEntry(), s.a.log, func(ev *fspb.FilesystemEvent) {
 		pw.mu.Lock()
 		defer pw.mu.Unlock()
 		if len(pw.events) >= maxPolledEvents {
