@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -34,13 +35,16 @@ type EntryInfo struct {
 	Group         string    `json:"group,omitempty"`
 	ModifiedTime  time.Time `json:"modifiedTime,omitzero"`
 	SymlinkTarget string    `json:"symlinkTarget,omitempty"`
+	// Metadata is the file's user metadata (envd ≥ 0.6.2; kept in the
+	// sandbox as user.e2b.* extended attributes).
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 func entryFromProto(e *filesystem.EntryInfo) EntryInfo {
 	out := EntryInfo{
 		Name: e.GetName(), Path: e.GetPath(), Size: e.GetSize(), Mode: e.GetMode(),
 		Permissions: e.GetPermissions(), Owner: e.GetOwner(), Group: e.GetGroup(),
-		SymlinkTarget: e.GetSymlinkTarget(),
+		SymlinkTarget: e.GetSymlinkTarget(), Metadata: e.GetMetadata(),
 	}
 	switch e.GetType() {
 	case filesystem.FileType_FILE_TYPE_FILE:
@@ -136,7 +140,7 @@ func (s *SandboxConn) ReadFile(ctx context.Context, path string) ([]byte, error)
 // OpenFile starts a download and returns the file's content as a stream; the
 // caller must close it.
 func (s *SandboxConn) OpenFile(ctx context.Context, path string) (io.ReadCloser, error) {
-	resp, err := s.filesRequest(ctx, http.MethodGet, path, nil, "")
+	resp, err := s.filesRequest(ctx, http.MethodGet, path, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("read %s in %s: %w", path, s.id, err)
 	}
@@ -151,20 +155,36 @@ func (s *SandboxConn) WriteFile(ctx context.Context, path string, data []byte) e
 
 // WriteFileFrom uploads the content of r to path, streaming it.
 func (s *SandboxConn) WriteFileFrom(ctx context.Context, path string, r io.Reader) error {
+	_, err := s.WriteFileWithMetadata(ctx, path, r, nil)
+	return err
+}
+
+// WriteFileWithMetadata uploads the content of r to path and makes md the
+// file's whole metadata (each key lowercased; printable ASCII, as envd
+// 0.6.2 requires): a nil md clears what an earlier upload set. It returns
+// the written entry as the agent reports it (path, name, type, metadata).
+func (s *SandboxConn) WriteFileWithMetadata(ctx context.Context, path string, r io.Reader, md map[string]string) (*EntryInfo, error) {
 	// A raw octet-stream body (envd ≥ 0.2 accepts it) streams without the
 	// multipart framing and buffering.
-	resp, err := s.filesRequest(ctx, http.MethodPost, path, r, "application/octet-stream")
-	if err != nil {
-		return fmt.Errorf("write %s in %s: %w", path, s.id, err)
+	hdr := http.Header{"Content-Type": {"application/octet-stream"}}
+	for k, v := range md {
+		hdr.Set("X-Metadata-"+k, v)
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return nil
+	resp, err := s.filesRequest(ctx, http.MethodPost, path, r, hdr)
+	if err != nil {
+		return nil, fmt.Errorf("write %s in %s: %w", path, s.id, err)
+	}
+	defer resp.Body.Close()
+	var written []EntryInfo
+	if err := json.NewDecoder(resp.Body).Decode(&written); err != nil || len(written) != 1 {
+		return nil, fmt.Errorf("write %s in %s: unexpected answer (%v)", path, s.id, err)
+	}
+	return &written[0], nil
 }
 
 // filesRequest calls the agent's /files endpoint and turns non-2xx answers
 // into *Error.
-func (s *SandboxConn) filesRequest(ctx context.Context, method, path string, body io.Reader, contentType string) (*http.Response, error) {
+func (s *SandboxConn) filesRequest(ctx context.Context, method, path string, body io.Reader, hdr http.Header) (*http.Response, error) {
 	q := url.Values{"path": {path}}
 	if s.user != "" {
 		q.Set("username", s.user)
@@ -173,8 +193,8 @@ func (s *SandboxConn) filesRequest(ctx context.Context, method, path string, bod
 	if err != nil {
 		return nil, err
 	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
+	for k, v := range hdr {
+		req.Header[k] = v
 	}
 	setUser(req.Header, s.user)
 	resp, err := s.hc.Do(req)

@@ -220,7 +220,17 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.withFiles(r, func(files map[string][]byte) { files[p] = data })
-	writeJSON(w, http.StatusOK, []map[string]string{{"path": p, "name": path.Base(p), "type": "file"}})
+	entry := map[string]any{"path": p, "name": path.Base(p), "type": "file"}
+	md := map[string]string{}
+	for name, v := range r.Header {
+		if key, ok := strings.CutPrefix(name, "X-Metadata-"); ok && key != "" {
+			md[strings.ToLower(key)] = v[0] // envd: lowercased keys, first value wins
+		}
+	}
+	if len(md) > 0 {
+		entry["metadata"] = md
+	}
+	writeJSON(w, http.StatusOK, []map[string]any{entry})
 }
 
 // withFiles runs fn on the routed sandbox's files, if it still exists.

@@ -54,12 +54,20 @@ func TestFiles(t *testing.T) {
 	if r := runCLI(t, srv, nil, "files", "write", id, "/w/sub/b.txt", "--from", local); r.code != 0 {
 		t.Fatalf("write file: %+v", r)
 	}
+	r := runCLI(t, srv, strings.NewReader("m"), "files", "write", id, "/w/m.txt", "--metadata", "Author=me", "-m", "purpose=demo", "--json")
+	var wrote struct {
+		Path     string            `json:"path"`
+		Metadata map[string]string `json:"metadata"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &wrote); err != nil || wrote.Metadata["author"] != "me" || wrote.Metadata["purpose"] != "demo" {
+		t.Fatalf("write --metadata --json: %+v (%v)", r, err)
+	}
 	if r := runCLI(t, srv, nil, "files", "read", id, "/w/a.txt"); r.stdout != "from stdin" {
 		t.Errorf("read: %+v", r)
 	}
 	var entries []client.EntryInfo
-	r := runCLI(t, srv, nil, "files", "ls", id, "/w", "--depth", "2", "--json")
-	if err := json.Unmarshal([]byte(r.stdout), &entries); err != nil || len(entries) != 3 {
+	r = runCLI(t, srv, nil, "files", "ls", id, "/w", "--depth", "2", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &entries); err != nil || len(entries) != 4 {
 		t.Fatalf("ls --json: %+v (%v)", r, err)
 	}
 	if r := runCLI(t, srv, nil, "files", "ls", id, "/w"); !strings.Contains(r.stdout, "/w/sub") || !strings.Contains(r.stdout, "PATH") {
