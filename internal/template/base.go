@@ -26,15 +26,24 @@ const BaseID = "base"
 // interpreter has a template of its own).
 var BaseAliases []string
 
-// BasePackages are installed on top of debootstrap's minbase variant.
+// BasePackages are installed by debootstrap on top of its minbase variant:
+// small packages whose dependencies debootstrap's simple resolver handles.
+// procps (pgrep) and iproute2 (ss) are what the SDKs' ready checks call;
+// attr gives setfattr/getfattr for the file metadata the files API exposes.
 var BasePackages = []string{
 	"python3", "bash", "coreutils", "procps", "ca-certificates", "curl", "git", "sudo",
-	"iproute2", "less",
+	"iproute2", "less", "attr",
 }
+
+// BaseAptPackages are installed afterwards with the rootfs's own apt
+// (--no-install-recommends): what E2B's base template (its
+// templates/base/e2b.Dockerfile) gives users — python (-> python3) with pip,
+// Node.js with npm, a C toolchain — from Debian's packages.
+var BaseAptPackages = []string{"python-is-python3", "python3-pip", "nodejs", "npm", "build-essential"}
 
 // baseVersion changes whenever the recipe below changes, so a cached rootfs
 // built from an older recipe is rebuilt.
-const baseVersion = "bookworm-2"
+const baseVersion = "bookworm-3"
 
 // Options configure EnsureBase.
 type Options struct {
@@ -109,6 +118,11 @@ func buildBase(ctx context.Context, opts Options, dir string) error {
 	if err := runLogged(ctx, opts.Progress, start, debootstrapLines(), "debootstrap", args...); err != nil {
 		os.RemoveAll(scratch)
 		return fmt.Errorf("debootstrap: %w", err)
+	}
+	progress(opts.Progress, "template base: installing %s", strings.Join(BaseAptPackages, " "))
+	if err := installSlim(ctx, opts.Progress, start, scratch, BaseAptPackages...); err != nil {
+		os.RemoveAll(scratch)
+		return fmt.Errorf("base packages: %w", err)
 	}
 	progress(opts.Progress, "template base: configuring users and network files")
 	if err := configure(ctx, scratch); err != nil {

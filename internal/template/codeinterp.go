@@ -84,7 +84,7 @@ func buildCodeInterpreter(ctx context.Context, opts Options, dir string) error {
 		name, strings.Join(CodeInterpreterPackages, " "))
 	steps := []func() error{
 		func() error { return copyTree(ctx, filepath.Join(opts.TemplateDir, BaseID, "rootfs"), scratch) },
-		func() error { return installPackages(ctx, opts.Progress, start, scratch) },
+		func() error { return installPackages(ctx, opts.Progress, start, scratch, CodeInterpreterPackages...) },
 		func() error { return warmPython(ctx, scratch) },
 		func() error { return cleanApt(ctx, scratch) },
 	}
@@ -115,9 +115,10 @@ func copyTree(ctx context.Context, src, dst string) error {
 	return nil
 }
 
-// installPackages runs apt-get inside the rootfs. The rootfs's resolver
-// configuration is refreshed from the host's so its apt reaches the mirror.
-func installPackages(ctx context.Context, w io.Writer, start time.Time, root string) error {
+// installPackages runs apt-get install --no-install-recommends of pkgs
+// inside the rootfs. The rootfs's resolver configuration is refreshed from
+// the host's so its apt reaches the mirror.
+func installPackages(ctx context.Context, w io.Writer, start time.Time, root string, pkgs ...string) error {
 	if rc, err := os.ReadFile("/etc/resolv.conf"); err == nil {
 		p := filepath.Join(root, "etc/resolv.conf")
 		os.Remove(p)
@@ -133,7 +134,7 @@ func installPackages(ctx context.Context, w io.Writer, start time.Time, root str
 	}
 	install := append([]string{root, "env", "DEBIAN_FRONTEND=noninteractive", "apt-get"}, aptOpts...)
 	install = append(install, "install", "-y", "--no-install-recommends")
-	install = append(install, CodeInterpreterPackages...)
+	install = append(install, pkgs...)
 	if err := runApt(ctx, w, start, install...); err != nil {
 		return fmt.Errorf("apt-get install: %w", err)
 	}
