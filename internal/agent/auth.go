@@ -42,7 +42,7 @@ func (a *Agent) withAuth(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if err := a.checkFileAccess(r, time.Now()); err != nil {
+		if err := a.checkFileSignature(r, time.Now()); err != nil {
 			status := http.StatusUnauthorized
 			if errors.Is(err, errBadRequest) {
 				status = http.StatusBadRequest
@@ -54,13 +54,13 @@ func (a *Agent) withAuth(next http.Handler) http.Handler {
 	})
 }
 
-// checkFileAccess authorizes a /files request as envd does: a token in the
+// checkFileSignature authorizes a /files request as envd does: a token in the
 // header must match; without one, the signature query parameters must. The
 // SDK signs "path:operation:username:token[:expiration]" with SHA-256,
 // base64 without padding, prefixed "v1_"; username is empty when the
 // request names none. The signature is checked before the expiry, so a
 // forged URL never learns whether its expiry would have passed.
-func (a *Agent) checkFileAccess(r *http.Request, now time.Time) error {
+func (a *Agent) checkFileSignature(r *http.Request, now time.Time) error {
 	if hdr := r.Header.Get(accessTokenHeader); hdr != "" {
 		if !a.state.tokenMatches(hdr) {
 			return errHeaderMismatch
