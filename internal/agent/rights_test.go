@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -136,4 +137,36 @@ func rootDir(t *testing.T, mode os.FileMode) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// TestUserRightsDoNotLeak runs nobody's and root's uploads concurrently:
+// the credentials of nobody's threads must never reach root's requests (or
+// the reverse), as they would if a switched thread were reused.
+func TestUserRightsDoNotLeak(t *testing.T) {
+	ta := startAgent(t, agent.Config{})
+	sys := rootDir(t, 0o755)
+	const n = 40
+	codes := make(chan string, 2*n)
+	for i := range n {
+		for _, user := range []string{"nobody", "root"} {
+			go func() {
+				q := "/files?" + url.Values{"path": {filepath.Join(sys, fmt.Sprintf("%s-%d", user, i))}, "username": {user}}.Encode()
+				resp, err := ta.http.Post(ta.url+q, "application/octet-stream", strings.NewReader("x"))
+				if err != nil {
+					codes <- fmt.Sprintf("%s %v", user, err)
+					return
+				}
+				resp.Body.Close()
+				codes <- fmt.Sprintf("%s %d", user, resp.StatusCode)
+			}()
+		}
+	}
+	for range 2 * n {
+		if got := <-codes; got != "nobody 403" && got != "root 200" {
+			t.Errorf("concurrent upload: %s", got)
+		}
+	}
+	if os.Geteuid() != 0 {
+		t.Errorf("the test process lost root: euid %d", os.Geteuid())
+	}
 }
