@@ -139,6 +139,7 @@ func TestListSandboxesPaging(t *testing.T) {
 	}
 	var all []client.SandboxInfo
 	var pages int
+	var lastToken string // the token the daemon handed out last
 	opts := client.ListOptions{State: []string{"running", "paused"}, Metadata: map[string]string{"team": "a"}, Limit: 3}
 	for {
 		list, next, err := c.ListSandboxes(ctx, opts)
@@ -150,13 +151,13 @@ func TestListSandboxesPaging(t *testing.T) {
 		if next == "" {
 			break
 		}
-		opts.NextToken = next
+		opts.NextToken, lastToken = next, next
 	}
 	if len(all) != 4 || pages != 2 {
 		t.Errorf("got %d sandboxes in %d pages, want 4 in 2", len(all), pages)
 	}
 	q, _ := url.ParseQuery(srv.LastRequest().Query)
-	if q.Get("metadata") != "team=a" || q.Get("state") != "running,paused" || q.Get("limit") != "3" || q.Get("nextToken") != "3" {
+	if q.Get("metadata") != "team=a" || q.Get("state") != "running,paused" || q.Get("limit") != "3" || lastToken == "" || q.Get("nextToken") != lastToken {
 		t.Errorf("query = %v", q)
 	}
 }

@@ -2,12 +2,16 @@ package clienttest
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"connectrpc.com/connect"
 
@@ -16,45 +20,93 @@ import (
 	"github.com/forkbox/forkbox/api/gen/process/processconnect"
 )
 
-type ctxKey struct{}
+// EnvdVersion is the envd version the fake agent reports.
+const EnvdVersion = "0.6.4"
 
-// sandboxID returns the id of the sandbox a data-plane request was routed to.
-func sandboxID(ctx context.Context) string {
-	id, _ := ctx.Value(ctxKey{}).(string)
-	return id
+// agent is the fake envd inside one fake sandbox: the process and
+// filesystem services and the HTTP routes the daemon (/init, /health) and
+// the SDK (/files) use. The real agent (internal/agent) cannot stand in: it
+// runs commands and touches files on the host as the named users, which a
+// test must not do. Checkpoints carry an agent's files, env vars and token
+// (it is a fake.Cloner), as a real checkpoint carries the guest's memory.
+type agent struct {
+	handler http.Handler
+
+	mu      sync.Mutex
+	files   map[string][]byte // absolute path → content; directories end in "/"
+	envVars map[string]string // set by /init
+	token   string            // envd access token, set by /init
+	procs   map[uint32]*fakeProcess
+	pid     uint32
 }
 
-// dataPlane checks the routing headers as the daemon's proxy does, then
-// serves the fake agent.
-func (s *Server) dataPlane() http.Handler {
+func newAgent() *agent {
+	a := &agent{files: map[string][]byte{}, procs: map[uint32]*fakeProcess{}}
 	mux := http.NewServeMux()
-	mux.Handle(processconnect.NewProcessHandler(&procService{s: s}))
-	mux.Handle(filesystemconnect.NewFilesystemHandler(&fsService{s: s}))
-	mux.HandleFunc("GET /files", s.download)
-	mux.HandleFunc("POST /files", s.upload)
+	mux.Handle(processconnect.NewProcessHandler(&procService{a: a}))
+	mux.Handle(filesystemconnect.NewFilesystemHandler(&fsService{a: a}))
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	mux.HandleFunc("POST /init", a.init)
+	mux.HandleFunc("GET /files", a.download)
+	mux.HandleFunc("POST /files", a.upload)
+	a.handler = a.withAuth(mux)
+	return a
+}
+
+// ServeHTTP implements http.Handler.
+func (a *agent) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.handler.ServeHTTP(w, r) }
+
+// Clone implements fake.Cloner: the restored sandbox starts with a copy of
+// this one's state and no processes.
+func (a *agent) Clone() http.Handler {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := newAgent()
+	c.files, c.envVars, c.token = copyFiles(a.files), maps.Clone(a.envVars), a.token
+	return c
+}
+
+// withAuth requires the access token, once set, on everything but /health,
+// as envd does.
+func (a *agent) withAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("E2b-Sandbox-Id")
-		s.mu.Lock()
-		sb, ok := s.sandboxes[id]
-		var token, state string
-		var secure bool
-		if ok {
-			token, state, secure = sb.Token, sb.Info.State, sb.Secure
+		a.mu.Lock()
+		token := a.token
+		a.mu.Unlock()
+		if token != "" && r.URL.Path != "/health" &&
+			subtle.ConstantTimeCompare([]byte(r.Header.Get("X-Access-Token")), []byte(token)) != 1 {
+			writeError(w, http.StatusUnauthorized, "missing or invalid access token")
+			return
 		}
-		s.mu.Unlock()
-		switch {
-		case !ok:
-			writeJSON(w, http.StatusBadGateway, map[string]any{"message": "The sandbox was not found", "sandboxId": id, "code": 502})
-		case r.Header.Get("E2b-Sandbox-Port") != "49983":
-			writeError(w, http.StatusBadGateway, "only the envd port is served by the fake")
-		case secure && r.Header.Get("X-Access-Token") != token:
-			writeError(w, http.StatusUnauthorized, "invalid access token")
-		case state != "running":
-			writeError(w, http.StatusConflict, "sandbox is "+state)
-		default:
-			mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, id)))
-		}
+		next.ServeHTTP(w, r)
 	})
+}
+
+// init takes the env vars and access token the daemon hands a new or
+// restored sandbox.
+func (a *agent) init(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		EnvVars     map[string]string `json:"envVars"`
+		AccessToken string            `json:"accessToken"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid body: "+err.Error())
+		return
+	}
+	a.mu.Lock()
+	a.envVars, a.token = b.EnvVars, b.AccessToken
+	a.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]any{"code": status, "message": msg})
 }
 
 // basicUser extracts the envd user from "Authorization: Basic base64(user:)".
@@ -76,35 +128,35 @@ type fakeProcess struct {
 }
 
 // procService is the fake envd process service. Commands are not run: a tiny
-// interpreter understands the builtins listed on Server.run.
+// interpreter understands the builtins listed on agent.run.
 type procService struct {
 	processconnect.UnimplementedProcessHandler
-	s *Server
+	a *agent
 }
 
 // Start implements processconnect.ProcessHandler.
 func (p *procService) Start(ctx context.Context, req *connect.Request[process.StartRequest], stream *connect.ServerStream[process.StartResponse]) error {
-	s := p.s
+	a := p.a
 	var stdin io.Reader = strings.NewReader("")
-	s.mu.Lock()
-	s.pid++
-	pid := s.pid
+	a.mu.Lock()
+	a.pid++
+	pid := a.pid
 	var pr *io.PipeReader
 	if req.Msg.Stdin == nil || req.Msg.GetStdin() {
 		var pw *io.PipeWriter
 		pr, pw = io.Pipe()
 		stdin = pr
-		s.procs[pid] = &fakeProcess{stdin: pw}
+		a.procs[pid] = &fakeProcess{stdin: pw}
 		// A command blocked on stdin must end when the client goes away, or
 		// the test server could never shut down.
 		stop := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
 		defer stop()
 	}
-	s.mu.Unlock()
+	a.mu.Unlock()
 	defer func() {
-		s.mu.Lock()
-		delete(s.procs, pid)
-		s.mu.Unlock()
+		a.mu.Lock()
+		delete(a.procs, pid)
+		a.mu.Unlock()
 		if pr != nil {
 			pr.CloseWithError(io.ErrClosedPipe) // unblock pending SendInput calls
 		}
@@ -114,7 +166,7 @@ func (p *procService) Start(ctx context.Context, req *connect.Request[process.St
 	}
 	out := &eventWriter{stream: stream}
 	errw := &eventWriter{stream: stream, stderr: true}
-	code := s.run(sandboxID(ctx), req.Msg.GetProcess(), basicUser(req.Header()), stdin, out, errw)
+	code := a.run(req.Msg.GetProcess(), basicUser(req.Header()), stdin, out, errw)
 	end := &process.ProcessEvent_EndEvent{ExitCode: int32(code), Exited: true, Status: "exit status " + strconv.Itoa(code)}
 	return stream.Send(&process.StartResponse{Event: &process.ProcessEvent{Event: &process.ProcessEvent_End{End: end}}})
 }
@@ -144,9 +196,9 @@ func (e *eventWriter) Write(b []byte) (int, error) {
 }
 
 func (p *procService) input(sel *process.ProcessSelector) (*fakeProcess, error) {
-	p.s.mu.Lock()
-	defer p.s.mu.Unlock()
-	proc, ok := p.s.procs[sel.GetPid()]
+	p.a.mu.Lock()
+	defer p.a.mu.Unlock()
+	proc, ok := p.a.procs[sel.GetPid()]
 	if !ok {
 		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("process %d not found", sel.GetPid()))
 	}
@@ -179,4 +231,15 @@ func (p *procService) CloseStdin(ctx context.Context, req *connect.Request[proce
 // finish on their own, so signals are accepted and ignored.
 func (p *procService) SendSignal(ctx context.Context, req *connect.Request[process.SendSignalRequest]) (*connect.Response[process.SendSignalResponse], error) {
 	return connect.NewResponse(&process.SendSignalResponse{}), nil
+}
+
+// CloneFiles is Clone for a filesystem-only checkpoint (fake.FilesCloner):
+// the files survive, the env vars and token in memory do not; the daemon
+// hands them over again with /init.
+func (a *agent) CloneFiles() http.Handler {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := newAgent()
+	c.files = copyFiles(a.files)
+	return c
 }

@@ -1,8 +1,8 @@
 package clienttest
 
 import (
+	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -26,21 +26,17 @@ func resolve(p string) string {
 	return path.Clean(p)
 }
 
-// fsService is the fake envd filesystem service over Sandbox.Files.
+// fsService is the fake envd filesystem service over the agent's files.
 type fsService struct {
 	filesystemconnect.UnimplementedFilesystemHandler
-	s *Server
+	a *agent
 }
 
-// files runs f on the routed sandbox's files under the server lock.
+// files runs fn on the agent's files under its lock.
 func (f *fsService) files(ctx context.Context, fn func(files map[string][]byte) error) error {
-	f.s.mu.Lock()
-	defer f.s.mu.Unlock()
-	sb, ok := f.s.sandboxes[sandboxID(ctx)]
-	if !ok {
-		return connect.NewError(connect.CodeNotFound, errors.New("sandbox gone"))
-	}
-	return fn(sb.Files)
+	f.a.mu.Lock()
+	defer f.a.mu.Unlock()
+	return fn(f.a.files)
 }
 
 // kind reports whether p is a file, a directory, or missing.
@@ -187,11 +183,13 @@ func (f *fsService) Move(ctx context.Context, req *connect.Request[filesystem.Mo
 	return connect.NewResponse(resp), nil
 }
 
-func (s *Server) download(w http.ResponseWriter, r *http.Request) {
+func (a *agent) download(w http.ResponseWriter, r *http.Request) {
 	p := resolve(r.URL.Query().Get("path"))
 	var data []byte
 	ok := false
-	s.withFiles(r, func(files map[string][]byte) { data, ok = files[p] })
+	a.mu.Lock()
+	data, ok = a.files[p]
+	a.mu.Unlock()
 	if !ok {
 		writeError(w, http.StatusNotFound, p+": no such file")
 		return
@@ -202,7 +200,7 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 
 // upload accepts a raw octet-stream body or a multipart "file" part, as envd
 // does.
-func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
+func (a *agent) upload(w http.ResponseWriter, r *http.Request) {
 	p := resolve(r.URL.Query().Get("path"))
 	body := io.Reader(r.Body)
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
@@ -219,7 +217,9 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	s.withFiles(r, func(files map[string][]byte) { files[p] = data })
+	a.mu.Lock()
+	a.files[p] = data
+	a.mu.Unlock()
 	entry := map[string]any{"path": p, "name": path.Base(p), "type": "file"}
 	md := map[string]string{}
 	for name, v := range r.Header {
@@ -233,11 +233,10 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, []map[string]any{entry})
 }
 
-// withFiles runs fn on the routed sandbox's files, if it still exists.
-func (s *Server) withFiles(r *http.Request, fn func(files map[string][]byte)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sb, ok := s.sandboxes[sandboxID(r.Context())]; ok {
-		fn(sb.Files)
+func copyFiles(m map[string][]byte) map[string][]byte {
+	out := make(map[string][]byte, len(m))
+	for k, v := range m {
+		out[k] = bytes.Clone(v)
 	}
+	return out
 }

@@ -1,29 +1,38 @@
-// Package clienttest provides an in-memory fake of the forkbox daemon — the
-// control API and a fake agent behind the data-plane route — for testing code
-// that uses package client (the SDK's own tests and the CLI's).
+// Package clienttest runs a forkbox daemon in-process for testing code that
+// uses package client (the SDK's own tests and the CLI's).
 //
-// The fake is strict where real clients could go wrong: it requires the API
-// key, rejects unknown JSON fields, and routes the data plane only for known
-// sandboxes, port 49983 and the right access token.
+// The daemon is the real one — internal/server's handler over a real
+// sandbox.Manager and a real store (SQLite in memory) — with the in-memory
+// runtime internal/runtime/fake in place of gVisor, so the control API, its
+// errors, paging, lineage and the data-plane proxy cannot drift from what
+// forkbox serves. Only what runs inside a sandbox is faked: a small envd
+// (see agent.go) whose commands are a few builtins and whose files live in
+// memory, carried over by snapshots, clones, forks and rollbacks.
 package clienttest
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
+	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/forkbox/forkbox/client"
+	"github.com/forkbox/forkbox/internal/runtime/fake"
+	"github.com/forkbox/forkbox/internal/sandbox"
+	"github.com/forkbox/forkbox/internal/server"
+	"github.com/forkbox/forkbox/internal/store"
 )
 
-// APIKey is the key the fake accepts.
+// APIKey is the key the daemon accepts.
 const APIKey = "e2b_0123456789abcdef"
+
+// Template is the template every daemon has (alias "base-alias").
+const Template = "base"
 
 // Request is a recorded control-API request.
 type Request struct {
@@ -34,45 +43,85 @@ type Request struct {
 	Body   []byte
 }
 
-// Server is a fake forkbox daemon. Its exported methods are safe for
+// Server is an in-process forkbox daemon. Its exported methods are safe for
 // concurrent use.
 type Server struct {
 	// URL is the base URL of the control API and the data plane.
 	URL string
 
-	mu        sync.Mutex
-	seq       int
-	order     []string                // sandbox ids in creation order
-	sandboxes map[string]*Sandbox     // by id, killed ones removed
-	snapshots []*snapshot             // in creation order
-	nodes     []*client.LineageNode   // every sandbox and snapshot ever made
-	requests  []Request               // control-API requests
-	procs     map[uint32]*fakeProcess // running fake processes by pid
-	pid       uint32
+	t   testing.TB
+	mgr *sandbox.Manager
+	rt  *fake.Runtime
+
+	mu       sync.Mutex
+	requests []Request // control-API requests, guarded by mu
 }
 
-// Sandbox is the fake's record of one sandbox.
-type Sandbox struct {
-	Info      client.SandboxInfo
-	Token     string // envd access token; required on the data plane when Secure
-	Secure    bool
-	AutoPause bool
-	EnvVars   map[string]string
-	Files     map[string][]byte // absolute path → content; directories end in "/"
-}
-
-type snapshot struct {
-	info  client.SnapshotInfo
-	files map[string][]byte
-}
-
-// NewServer starts a fake daemon, closed when the test ends.
+// NewServer starts a daemon, stopped when the test ends.
 func NewServer(t testing.TB) *Server {
-	s := &Server{sandboxes: map[string]*Sandbox{}, procs: map[uint32]*fakeProcess{}}
-	hs := httptest.NewServer(s.handler())
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.OpenPath(ctx, ":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.PutTemplate(ctx, &store.Template{
+		ID: Template, Kind: store.KindTemplate, Aliases: []string{Template + "-alias"},
+		CPUCount: 2, MemoryMB: 512, DiskSizeMB: 4096, RootFS: t.TempDir(),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AddAPIKey(ctx, "test", APIKey, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{t: t, rt: fake.New()}
+	s.rt.Handler = func(string) http.Handler { return newAgent() }
+	t.Cleanup(s.deleteAll)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s.mgr, err = sandbox.New(sandbox.Config{
+		Runtime: s.rt, Store: st, Logger: log, AgentWait: 5 * time.Second, ImageDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{Manager: s.mgr, Keys: st, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.record(srv.Handler()))
 	t.Cleanup(hs.Close)
 	s.URL = hs.URL
 	return s
+}
+
+// deleteAll removes every fake sandbox, ending the servers inside them.
+func (s *Server) deleteAll() {
+	infos, _ := s.rt.List(context.Background())
+	for _, in := range infos {
+		s.rt.Delete(context.Background(), in.ID)
+	}
+}
+
+// record keeps a copy of every control-API request (the data plane, told
+// apart by its routing header as the daemon does, is not recorded).
+func (s *Server) record(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("E2b-Sandbox-Id") != "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		s.mu.Lock()
+		s.requests = append(s.requests, Request{r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Clone(), body})
+		s.mu.Unlock()
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Requests returns the control-API requests received so far.
@@ -92,142 +141,36 @@ func (s *Server) LastRequest() Request {
 	return s.requests[len(s.requests)-1]
 }
 
-// Sandbox returns a copy of the fake's record of a sandbox, or nil.
-func (s *Server) Sandbox(id string) *Sandbox {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb, ok := s.sandboxes[id]
-	if !ok {
+// Sandbox returns what the daemon knows of a sandbox, or nil when it knows
+// no sandbox of that id (never created, or killed).
+func (s *Server) Sandbox(id string) *client.SandboxInfo {
+	sb, err := s.mgr.Get(context.Background(), id)
+	if err != nil {
 		return nil
 	}
-	cp := *sb
-	cp.Files = copyFiles(sb.Files)
-	return &cp
+	return &client.SandboxInfo{
+		SandboxID: sb.ID, TemplateID: sb.TemplateID, State: string(sb.State.Public()),
+		Metadata: sb.Metadata, StartedAt: sb.StartedAt, EndAt: sb.EndAt,
+	}
 }
 
-// AddSandbox registers a sandbox directly (running unless info.State says
-// otherwise; zero fields get defaults) and returns its id.
+// AddSandbox creates a sandbox through the daemon's manager, without a
+// recorded request, and returns the id the daemon chose. It honours
+// info.TemplateID (default Template), info.Metadata and info.State
+// "paused"; other fields are the daemon's to set.
 func (s *Server) AddSandbox(info client.SandboxInfo) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if info.SandboxID == "" {
-		info.SandboxID = s.newIDLocked("sbx")
-	}
-	if info.State == "" {
-		info.State = "running"
-	}
+	ctx := context.Background()
 	if info.TemplateID == "" {
-		info.TemplateID = "base"
+		info.TemplateID = Template
 	}
-	if info.StartedAt.IsZero() {
-		info.StartedAt, info.EndAt = now(), now().Add(5*time.Minute)
+	sb, err := s.mgr.Create(ctx, sandbox.CreateRequest{TemplateID: info.TemplateID, Metadata: info.Metadata})
+	if err != nil {
+		s.t.Fatalf("clienttest: AddSandbox: %v", err)
 	}
-	info.CPUCount, info.MemoryMB = max(info.CPUCount, 2), max(info.MemoryMB, 512)
-	info.EnvdVersion = EnvdVersion
-	s.addLocked(&Sandbox{Info: info, Files: map[string][]byte{}}, "", "create")
-	return info.SandboxID
-}
-
-func (s *Server) newIDLocked(prefix string) string {
-	s.seq++
-	return fmt.Sprintf("%s%04d", prefix, s.seq)
-}
-
-func (s *Server) addLocked(sb *Sandbox, parent, origin string) {
-	s.sandboxes[sb.Info.SandboxID] = sb
-	s.order = append(s.order, sb.Info.SandboxID)
-	s.nodes = append(s.nodes, &client.LineageNode{
-		ID: sb.Info.SandboxID, Kind: client.KindSandbox, ParentID: parent,
-		Origin: origin, State: sb.Info.State, CreatedAt: sb.Info.StartedAt,
-	})
-}
-
-func (s *Server) handler() http.Handler {
-	api := http.NewServeMux()
-	s.routes(api)
-	data := s.dataPlane()
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The daemon tells the two planes apart by the routing header.
-		if r.Header.Get("E2b-Sandbox-Id") != "" {
-			data.ServeHTTP(w, r)
-			return
+	if info.State == string(sandbox.PublicPaused) {
+		if err := s.mgr.Pause(ctx, sb.ID); err != nil {
+			s.t.Fatalf("clienttest: AddSandbox: pause: %v", err)
 		}
-		if r.Header.Get("X-API-Key") != APIKey {
-			writeError(w, http.StatusUnauthorized, "invalid API key")
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		s.mu.Lock()
-		s.requests = append(s.requests, Request{r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Clone(), body})
-		s.mu.Unlock()
-		api.ServeHTTP(w, r)
-	})
-}
-
-func (s *Server) routes(mux *http.ServeMux) {
-	mux.HandleFunc("POST /sandboxes", s.create)
-	mux.HandleFunc("GET /sandboxes/{id}", s.get)
-	mux.HandleFunc("GET /v2/sandboxes", s.list)
-	mux.HandleFunc("DELETE /sandboxes/{id}", s.kill)
-	mux.HandleFunc("POST /sandboxes/{id}/timeout", s.timeout)
-	mux.HandleFunc("POST /sandboxes/{id}/refreshes", s.refresh)
-	mux.HandleFunc("POST /sandboxes/{id}/connect", s.connect)
-	mux.HandleFunc("POST /sandboxes/{id}/pause", s.pause)
-	mux.HandleFunc("GET /sandboxes/{id}/metrics", s.metrics)
-	mux.HandleFunc("POST /sandboxes/{id}/snapshots", s.snapshot)
-	mux.HandleFunc("GET /snapshots", s.listSnapshots)
-	mux.HandleFunc("DELETE /templates/{id}", s.deleteSnapshot)
-	mux.HandleFunc("POST /sandboxes/{id}/fork", s.fork)
-	mux.HandleFunc("POST /sandboxes/{id}/clone", s.clone)
-	mux.HandleFunc("POST /sandboxes/{id}/rollback", s.rollback)
-	mux.HandleFunc("GET /sandboxes/{id}/lineage", s.lineage)
-}
-
-// decode reads a JSON body strictly, so a client sending a misspelt field
-// fails the test instead of being silently ignored.
-func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid body: "+err.Error())
-		return false
 	}
-	return true
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]any{"code": status, "message": msg})
-}
-
-// lookupLocked finds a sandbox or answers 404.
-func (s *Server) lookupLocked(w http.ResponseWriter, id string) *Sandbox {
-	sb, ok := s.sandboxes[id]
-	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("sandbox %q not found", id))
-	}
-	return sb
-}
-
-func copyFiles(m map[string][]byte) map[string][]byte {
-	out := make(map[string][]byte, len(m))
-	for k, v := range m {
-		out[k] = bytes.Clone(v)
-	}
-	return out
-}
-
-func now() time.Time { return time.Now().UTC().Truncate(time.Second) }
-
-func splitCSV(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, ",")
+	return sb.ID
 }

@@ -17,11 +17,11 @@ import (
 //	cat             stdin to stdout
 //	whoami          the user from the Basic auth header ("user" by default)
 //	pwd             the working directory ("/home/user" by default)
-//	printenv NAME   a variable from the request or the sandbox's envVars
+//	printenv NAME   a variable from the request or the sandbox's envVars (from /init)
 //	exit N          stop with exit code N
 //
 // Anything else prints "fake: command not found" and exits 127.
-func (s *Server) run(id string, cfg *process.ProcessConfig, user string, stdin io.Reader, stdout, stderr io.Writer) int {
+func (a *agent) run(cfg *process.ProcessConfig, user string, stdin io.Reader, stdout, stderr io.Writer) int {
 	argv := append([]string{cfg.GetCmd()}, cfg.GetArgs()...)
 	if script, ok := shellScript(argv); ok {
 		code := 0
@@ -31,14 +31,14 @@ func (s *Server) run(id string, cfg *process.ProcessConfig, user string, stdin i
 				continue
 			}
 			var exited bool
-			code, exited = s.builtin(id, cfg, user, fields, stdin, stdout, stderr)
+			code, exited = a.builtin(cfg, user, fields, stdin, stdout, stderr)
 			if exited {
 				break
 			}
 		}
 		return code
 	}
-	code, _ := s.builtin(id, cfg, user, argv, stdin, stdout, stderr)
+	code, _ := a.builtin(cfg, user, argv, stdin, stdout, stderr)
 	return code
 }
 
@@ -58,7 +58,7 @@ func shellScript(argv []string) (string, bool) {
 }
 
 // builtin runs one command and reports its code and whether it was exit.
-func (s *Server) builtin(id string, cfg *process.ProcessConfig, user string, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, bool) {
+func (a *agent) builtin(cfg *process.ProcessConfig, user string, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, bool) {
 	switch argv[0] {
 	case "echo":
 		fmt.Fprintln(stdout, strings.Join(argv[1:], " "))
@@ -72,7 +72,7 @@ func (s *Server) builtin(id string, cfg *process.ProcessConfig, user string, arg
 		fmt.Fprintln(stdout, orDefault(cfg.GetCwd(), "/home/user"))
 	case "printenv":
 		if len(argv) > 1 {
-			fmt.Fprintln(stdout, s.env(id, cfg, argv[1]))
+			fmt.Fprintln(stdout, a.env(cfg, argv[1]))
 		}
 	case "exit":
 		code := 0
@@ -87,16 +87,13 @@ func (s *Server) builtin(id string, cfg *process.ProcessConfig, user string, arg
 	return 0, false
 }
 
-func (s *Server) env(id string, cfg *process.ProcessConfig, name string) string {
+func (a *agent) env(cfg *process.ProcessConfig, name string) string {
 	if v, ok := cfg.GetEnvs()[name]; ok {
 		return v
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sb, ok := s.sandboxes[id]; ok {
-		return sb.EnvVars[name]
-	}
-	return ""
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.envVars[name]
 }
 
 func orDefault(v, def string) string {

@@ -122,7 +122,8 @@ func TestHumanOutput(t *testing.T) {
 	}{
 		{[]string{"sandbox", "list"}, []string{"SANDBOX ID", "STATE", id, "running", "a=1,b=2"}},
 		{[]string{"sandbox", "info", id}, []string{"Sandbox ID:", id, "State:", "running"}},
-		{[]string{"sandbox", "metrics", id}, []string{"CPU %", "12.5"}},
+		// The fake runtime reports 32 MiB used; the template has 512.
+		{[]string{"sandbox", "metrics", id}, []string{"CPU %", "MEM MiB", "32 / 512"}},
 		{[]string{"sandbox", "create"}, []string{"SANDBOX ID", "base", clienttest.EnvdVersion}},
 		{[]string{"sandbox", "kill", id}, []string{"killed " + id}},
 	}
