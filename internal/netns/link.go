@@ -60,10 +60,10 @@ func (m *Manager) setup(ctx context.Context, l Lease) error {
 	if err := waitUp(ctx, l.HostLink); err != nil {
 		return err
 	}
-	if l.AllowInternet {
-		return m.setInternet(l.HostLink, true)
+	if err := m.savePolicy(l); err != nil {
+		return err
 	}
-	return nil
+	return m.applyPolicy(l)
 }
 
 // Reconfigure gives id's eth0 its address and default route again. runsc
@@ -143,7 +143,7 @@ func (m *Manager) teardown(l Lease) error {
 			errs = append(errs, fmt.Errorf("delete %s: %w", l.HostLink, err))
 		}
 	}
-	if err := m.setInternet(l.HostLink, false); err != nil {
+	if err := m.removePolicy(l); err != nil {
 		errs = append(errs, err)
 	}
 	if err := removeNS(l.NSPath); err != nil {

@@ -26,6 +26,7 @@ import (
 	"sync"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/netpolicy"
 )
 
 // nsDir is where named network namespaces are bind-mounted (the iproute2
@@ -55,6 +56,16 @@ type Config struct {
 	// ResolvConf names the resolver file whose nameservers sandboxes may
 	// reach despite the private-range rule. Default /etc/resolv.conf.
 	ResolvConf string
+	// StateDir keeps each sandbox's policy so a restarted daemon enforces
+	// it again. Default /run/forkbox/<Table>.
+	StateDir string
+	// EgressPort is the local TCP port of the egress proxy that ports 80
+	// and 443 of sandboxes whose policy names hosts are redirected to; 0
+	// means no proxy (host names are then refused).
+	EgressPort uint16
+	// Opened are Forbidden ranges (netpolicy.Forbidden) the operator lets
+	// sandboxes reach, subject to their policies.
+	Opened []netip.Prefix
 	// Logger receives diagnostics. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -82,6 +93,9 @@ func (c *Config) setDefaults() error {
 	if c.ResolvConf == "" {
 		c.ResolvConf = "/etc/resolv.conf"
 	}
+	if c.StateDir == "" {
+		c.StateDir = filepath.Join("/run/forkbox", c.Table)
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -104,8 +118,11 @@ type Lease struct {
 	Addr netip.Addr
 	// Bits is the prefix length of both addresses.
 	Bits int
-	// AllowInternet says whether forwarding out of the host is allowed.
+	// AllowInternet is the internet on/off the network was allocated
+	// with; Policy (which SetPolicy replaces) is what is enforced.
 	AllowInternet bool
+	// Policy is the egress policy in force.
+	Policy netpolicy.Policy
 }
 
 // Manager allocates and releases sandbox networks. It is safe for
@@ -144,6 +161,12 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	ids := make(map[string]bool)
+	for i := range found {
+		m.loadPolicy(&found[i])
+		ids[found[i].ID] = true
+	}
+	m.removeOrphanPolicies(ids)
 	for _, l := range found {
 		if err := m.pool.claim(l.Slot, l.ID); err != nil {
 			return nil, fmt.Errorf("adopt %s: %w", l.HostLink, err)
@@ -280,7 +303,7 @@ func (m *Manager) lease(id string, slot int, allowInternet bool) Lease {
 		ID: id, Slot: slot, NSName: name, NSPath: filepath.Join(nsDir, name),
 		HostLink: fmt.Sprintf("%s%d", m.cfg.LinkPrefix, slot),
 		HostAddr: host, Addr: netip.AddrFrom4(b), Bits: 24,
-		AllowInternet: allowInternet,
+		AllowInternet: allowInternet, Policy: basePolicy(allowInternet),
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"reflect"
 	"runtime"
 	"testing"
 	"time"
@@ -231,14 +232,14 @@ func checkRestart(t *testing.T, a, b Lease) {
 	if err != nil {
 		t.Fatalf("Recover: %v", err)
 	}
-	if len(kept) != 1 || kept[0] != a {
+	if len(kept) != 1 || !reflect.DeepEqual(kept[0], a) {
 		t.Fatalf("Recover kept %+v, want [%+v]", kept, a)
 	}
 	if _, err := os.Stat(b.NSPath); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("b's namespace still exists: %v", err)
 	}
 	if !hasElement(t, m2, a.HostLink) {
-		t.Errorf("a lost its internet membership across restart")
+		t.Errorf("a lost its policy chain across restart")
 	}
 	if _, err := m2.Allocate(ctx, "cccc", false); err != nil {
 		t.Fatalf("Allocate after recover: %v", err)
@@ -258,7 +259,7 @@ func checkRestart(t *testing.T, a, b Lease) {
 	assertNoLeftovers(t, m2.cfg)
 }
 
-// hasElement reports whether link is in the internet set.
+// hasElement reports whether link is in the policy map.
 func hasElement(t *testing.T, m *Manager, link string) bool {
 	t.Helper()
 	c, err := nftables.New()
@@ -266,7 +267,7 @@ func hasElement(t *testing.T, m *Manager, link string) bool {
 		t.Fatal(err)
 	}
 	tbl := &nftables.Table{Name: m.cfg.Table, Family: nftables.TableFamilyINet}
-	set, err := c.GetSetByName(tbl, internetSet)
+	set, err := c.GetSetByName(tbl, policyMap)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package netns
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 
@@ -11,47 +10,33 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// internetSet names the set of host-side links whose sandboxes may forward
-// out of the host. Membership is the only per-sandbox firewall state.
-const internetSet = "internet"
-
-// blockedRanges are destinations a sandbox may never be forwarded to: the
-// private, link-local (cloud metadata), CGNAT, multicast and reserved ranges.
-var blockedRanges = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("10.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("169.254.0.0/16"),
-	netip.MustParsePrefix("172.16.0.0/12"),
-	netip.MustParsePrefix("192.168.0.0/16"),
-	netip.MustParsePrefix("224.0.0.0/3"),
-}
-
 // installTable replaces the table atomically (add, delete, add in one
 // batch) so setup is idempotent and never leaves a window without rules.
-// leases are the adopted sandboxes whose internet membership must survive.
+// leases are the adopted sandboxes whose policies must survive.
 func (m *Manager) installTable(leases []Lease) error {
 	c, err := nftables.New()
 	if err != nil {
 		return fmt.Errorf("nftables: %w", err)
 	}
-	t := &nftables.Table{Name: m.cfg.Table, Family: nftables.TableFamilyINet}
+	t := m.table()
 	c.AddTable(t)
 	c.DelTable(t)
 	c.AddTable(t)
-	set := &nftables.Set{Table: t, Name: internetSet, KeyType: nftables.TypeIFName}
-	var elems []nftables.SetElement
+	if err := addMaps(c, t); err != nil {
+		return err
+	}
+	if err := m.addGuardChain(c, t); err != nil {
+		return err
+	}
 	for _, l := range leases {
-		if l.AllowInternet {
-			elems = append(elems, nftables.SetElement{Key: ifname(l.HostLink)})
+		if err := m.addLeaseObjects(c, t, l); err != nil {
+			return err
 		}
 	}
-	if err := c.AddSet(set, elems); err != nil {
-		return fmt.Errorf("nftables set: %w", err)
-	}
 	m.addInputChain(c, t)
-	m.addForwardChain(c, t, set)
+	m.addForwardChain(c, t)
 	m.addNATChain(c, t)
+	m.addRedirectChain(c, t)
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("install nftables table %s: %w", m.cfg.Table, err)
 	}
@@ -64,31 +49,48 @@ func (m *Manager) addInputChain(c *nftables.Conn, t *nftables.Table) {
 		Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityFilter})
 	in := m.fromSandbox()
 	c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: cat(in, ctReply(), accept())})
+	if p := m.cfg.EgressPort; p != 0 {
+		// Only connections the NAT chain redirected reach the proxy.
+		c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: cat(in, dport(unix.IPPROTO_TCP, p), ctDNAT(), accept())})
+	}
 	c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: cat(in, drop())})
+	if p := m.cfg.EgressPort; p != 0 {
+		// The proxy listens on every address; nothing else may reach it.
+		c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: cat(dport(unix.IPPROTO_TCP, p), drop())})
+	}
 }
 
-// addForwardChain: no sandbox-to-sandbox traffic, nothing out for sandboxes
-// without internet, no IPv6, and no private destinations but the resolver.
-func (m *Manager) addForwardChain(c *nftables.Conn, t *nftables.Table, set *nftables.Set) {
+// addForwardChain: replies pass; no sandbox-to-sandbox traffic, no IPv6;
+// a new connection is judged by its sandbox's chain (see addPolicyRules),
+// and a sandbox without one forwards nothing.
+func (m *Manager) addForwardChain(c *nftables.Conn, t *nftables.Table) {
 	ch := c.AddChain(&nftables.Chain{Name: "forward", Table: t, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookForward, Priority: nftables.ChainPriorityFilter})
 	in := m.fromSandbox()
 	add := func(e ...[]expr.Any) { c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: cat(e...)}) }
 	add(in, ctReply(), accept())
 	add(in, ifnameCmp(expr.MetaKeyOIFNAME, expr.CmpOpEq, m.cfg.LinkPrefix), drop())
-	add(in, []expr.Any{&expr.Lookup{SourceRegister: 1, SetName: set.Name, SetID: set.ID, Invert: true}}, drop())
 	add(in, []expr.Any{
-		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
-		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: []byte{unix.NFPROTO_IPV4}},
+		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 2},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: 2, Data: []byte{unix.NFPROTO_IPV4}},
 	}, drop())
-	for _, r := range m.resolver {
-		for _, proto := range []byte{unix.IPPROTO_UDP, unix.IPPROTO_TCP} {
-			add(in, daddrIn(netip.PrefixFrom(r, 32)), dport(proto, 53), accept())
-		}
-	}
-	for _, p := range blockedRanges {
-		add(in, daddrIn(p), drop())
-	}
+	add(in, jumpByLink(policyMap))
+	add(in, drop())
+}
+
+// addRedirectChain sends a sandbox's new connections through its NAT
+// chain, which redirects ports 80 and 443 to the egress proxy when its
+// policy names hosts.
+func (m *Manager) addRedirectChain(c *nftables.Conn, t *nftables.Table) {
+	ch := c.AddChain(&nftables.Chain{Name: "prerouting", Table: t, Type: nftables.ChainTypeNAT,
+		Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityNATDest})
+	c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: cat(m.fromSandbox(), jumpByLink(natMap))})
+}
+
+// jumpByLink jumps to the chain the verdict map assigns to the input link
+// (left in register 1 by fromSandbox); an unlisted link falls through.
+func jumpByLink(mapName string) []expr.Any {
+	return []expr.Any{&expr.Lookup{SourceRegister: 1, SetName: mapName, DestRegister: 0, IsDestRegSet: true}}
 }
 
 // addNATChain masquerades sandbox traffic leaving through any non-sandbox
@@ -105,30 +107,6 @@ func (m *Manager) addNATChain(c *nftables.Conn, t *nftables.Table) {
 		ifnameCmp(expr.MetaKeyOIFNAME, expr.CmpOpNeq, m.cfg.LinkPrefix),
 		[]expr.Any{&expr.Masq{}},
 	)})
-}
-
-// setInternet adds or removes link from the internet set. Removing an
-// absent element, or touching a table that is gone, is not an error.
-func (m *Manager) setInternet(link string, on bool) error {
-	c, err := nftables.New()
-	if err != nil {
-		return fmt.Errorf("nftables: %w", err)
-	}
-	t := &nftables.Table{Name: m.cfg.Table, Family: nftables.TableFamilyINet}
-	set := &nftables.Set{Table: t, Name: internetSet, KeyType: nftables.TypeIFName}
-	elems := []nftables.SetElement{{Key: ifname(link)}}
-	if on {
-		err = c.SetAddElements(set, elems)
-	} else {
-		err = c.SetDeleteElements(set, elems)
-	}
-	if err == nil {
-		err = c.Flush()
-	}
-	if err != nil && (on || !errors.Is(err, unix.ENOENT)) {
-		return fmt.Errorf("nftables %s internet=%v: %w", link, on, err)
-	}
-	return nil
 }
 
 // deleteTable removes the table if it exists.

@@ -2,6 +2,7 @@ package netns
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
@@ -95,7 +96,7 @@ func TestSlotOfAndAlias(t *testing.T) {
 		t.Fatalf("lease = %+v", l)
 	}
 	back, ok := m.parseAlias(alias(l), 7)
-	if !ok || back != l {
+	if !ok || !reflect.DeepEqual(back, l) {
 		t.Fatalf("parseAlias(alias(l)) = %+v, %v; want %+v", back, ok, l)
 	}
 	for _, bad := range []string{"", "abc", "abc:maybe", ":inet"} {
