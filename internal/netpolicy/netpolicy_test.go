@@ -141,9 +141,9 @@ func TestAllowsAddr(t *testing.T) {
 		opened []netip.Prefix
 		want   bool
 	}{
-		{"198.51.100.9", nil, true},   // allow beats deny
-		{"198.51.100.7", nil, false},  // denied
-		{"203.0.113.1", nil, true},    // neither
+		{"198.51.100.9", nil, true},  // allow beats deny
+		{"198.51.100.7", nil, false}, // denied
+		{"203.0.113.1", nil, true},   // neither
 		{"169.254.169.254", nil, false},
 		{"10.0.0.1", nil, false},
 		{"10.0.0.1", pfxs("10.0.0.0/24"), true},

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/netpolicy"
 )
 
 // IDLength is the fixed length of sandbox ids. runsc matches container ids by
@@ -49,6 +50,9 @@ type Spec struct {
 	// AllowInternet lets the sandbox reach addresses outside the host through
 	// NAT. Without it the sandbox can only be reached, never reach out.
 	AllowInternet bool
+	// Egress, when set, is the egress policy to enforce instead of the
+	// plain internet on/off of AllowInternet (see NetworkPolicer).
+	Egress *netpolicy.Policy
 }
 
 // State is a backend's view of one sandbox.

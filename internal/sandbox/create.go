@@ -8,6 +8,7 @@ import (
 
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/images"
+	"github.com/forkbox/forkbox/internal/netpolicy"
 	"github.com/forkbox/forkbox/internal/store"
 )
 
@@ -26,8 +27,11 @@ type CreateRequest struct {
 	PrivateTraffic bool
 	// AllowInternet, when nil, defaults to true (E2B's default).
 	AllowInternet *bool
-	Metadata      map[string]string
-	EnvVars       map[string]string
+	// Network is the egress rules; with AllowInternet nil too, a sandbox
+	// created from a snapshot inherits its source's.
+	Network  *netpolicy.Rules
+	Metadata map[string]string
+	EnvVars  map[string]string
 	// CPUCount and MemoryMB override the template's limits when > 0.
 	CPUCount int
 	MemoryMB int
@@ -48,6 +52,9 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		return nil, err
 	}
 	rec := m.newRecord(req, tpl, ttl)
+	if err := m.recordNetwork(&rec, req, tpl); err != nil {
+		return nil, err
+	}
 	pooled := ""
 	if poolable(req, tpl) {
 		if pooled = m.pool.take(tpl.ID); pooled != "" {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -67,6 +68,9 @@ type Config struct {
 	// Events keeps every sandbox's event log (events.go); nil keeps it in
 	// memory only.
 	Events *eventlog.Log
+	// NetworkOpened are the forbidden ranges (netpolicy.Forbidden) the
+	// operator lets egress rules allow.
+	NetworkOpened []netip.Prefix
 }
 
 // Manager owns the sandboxes of this host. It is safe for concurrent use.

@@ -23,7 +23,7 @@ type pool struct {
 func poolable(req CreateRequest, tpl *store.Template) bool {
 	return tpl.Kind == store.KindTemplate && tpl.ImageDir != "" &&
 		req.CPUCount == 0 && req.MemoryMB == 0 &&
-		(req.AllowInternet == nil || *req.AllowInternet)
+		(req.AllowInternet == nil || *req.AllowInternet) && req.Network == nil
 }
 
 // take removes a ready sandbox of template id from the pool ("" if none).

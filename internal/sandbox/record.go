@@ -95,6 +95,7 @@ func (m *Manager) spec(rec *store.Sandbox) runtime.Spec {
 			CPUCount: rec.CPUCount, MemoryMB: rec.MemoryMB,
 		},
 		AllowInternet: rec.AllowInternet,
+		Egress:        m.egress(rec),
 	}
 }
 

@@ -95,6 +95,7 @@ func (m *Manager) recordSnapshot(ctx context.Context, src store.Sandbox, snapID,
 		CPUCount: src.CPUCount, MemoryMB: src.MemoryMB, DiskSizeMB: src.DiskSizeMB,
 		ImageDir: dir, SourceSandboxID: src.ID, ParentID: src.ID, Origin: string(origin),
 		CreatedAt: m.now().UTC(), Temporary: o.Temporary,
+		Network: src.Network, AllowInternet: &src.AllowInternet,
 	}
 	if o.Name != "" {
 		tpl.Aliases = []string{o.Name}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"time"
 
+	"github.com/forkbox/forkbox/internal/netpolicy"
 	"github.com/forkbox/forkbox/internal/store"
 )
 
@@ -27,8 +28,11 @@ type Sandbox struct {
 	Secure bool
 	// PrivateTraffic makes ports other than the agent's require
 	// TrafficAccessToken.
-	PrivateTraffic     bool
-	AllowInternet      bool
+	PrivateTraffic bool
+	AllowInternet  bool
+	// Network is the egress rules in force besides AllowInternet (nil:
+	// none); stored normalised.
+	Network            *netpolicy.Rules
 	EnvdAccessToken    string
 	TrafficAccessToken string
 	StartedAt          time.Time
@@ -73,7 +77,7 @@ func sandboxOf(r *store.Sandbox, st State) *Sandbox {
 		Metadata: cloneMap(r.Metadata), EnvVars: cloneMap(r.EnvVars),
 		CPUCount: r.CPUCount, MemoryMB: r.MemoryMB, DiskSizeMB: r.DiskSizeMB, EnvdVersion: r.EnvdVersion,
 		AutoPause: r.AutoPause, AutoResume: r.AutoResume,
-		Secure: r.Secure, PrivateTraffic: r.PrivateTraffic, AllowInternet: r.AllowInternet,
+		Secure: r.Secure, PrivateTraffic: r.PrivateTraffic, AllowInternet: r.AllowInternet, Network: r.Network,
 		EnvdAccessToken: r.EnvdAccessToken, TrafficAccessToken: r.TrafficAccessToken,
 		StartedAt: r.StartedAt, EndAt: r.EndAt, ParentID: r.ParentID, Origin: Origin(r.Origin),
 		Rollbacks: rollbacksOf(r.Rollbacks), Error: r.Error,

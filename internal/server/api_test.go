@@ -371,15 +371,9 @@ func TestMetrics(t *testing.T) {
 	wantError(t, resp, data, http.StatusBadRequest)
 }
 
-func TestNotImplementedAndUnknownRoutes(t *testing.T) {
+// PUT /sandboxes/{id}/network, the last 501, is tested in network_test.go.
+func TestUnknownRoutes(t *testing.T) {
 	e := newEnv(t)
-	id := e.create(nil)["sandboxID"].(string)
-	for _, c := range []struct{ method, path string }{
-		{"PUT", "/sandboxes/" + id + "/network"},
-	} {
-		resp, data := e.call(c.method, c.path, `{}`)
-		wantError(t, resp, data, http.StatusNotImplemented)
-	}
 	resp, data := e.call("GET", "/no/such/route", nil)
 	wantError(t, resp, data, http.StatusNotFound)
 }

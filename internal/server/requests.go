@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
@@ -90,7 +89,7 @@ func (b *createBody) request(alwaysSecure bool) (sandbox.CreateRequest, error) {
 		TemplateID: b.TemplateID, AutoPause: b.AutoPause, AutoResume: b.AutoResume.Enabled,
 		Secure: b.Secure || alwaysSecure || b.privateTraffic(), AllowInternet: b.allowInternet(),
 		Metadata: b.Metadata, EnvVars: b.EnvVars, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
-		PrivateTraffic: b.privateTraffic(),
+		PrivateTraffic: b.privateTraffic(), Network: b.networkRules(),
 	}
 	if b.Timeout != nil {
 		d, err := seconds("timeout", *b.Timeout)
@@ -108,18 +107,9 @@ func (b *createBody) privateTraffic() bool {
 	return b.Network != nil && b.Network.AllowPublicTraffic != nil && !*b.Network.AllowPublicTraffic
 }
 
-// allowInternet resolves allow_internet_access, falling back to a network
-// config that denies all egress (denyOut 0.0.0.0/0 with no allowOut).
-func (b *createBody) allowInternet() *bool {
-	if b.AllowInternetAccess != nil {
-		return b.AllowInternetAccess
-	}
-	if b.Network != nil && len(b.Network.AllowOut) == 0 && slices.Contains(b.Network.DenyOut, "0.0.0.0/0") {
-		f := false
-		return &f
-	}
-	return nil
-}
+// allowInternet is allow_internet_access (nil: absent, which means true;
+// SDK 2.51 no longer sends it). Network rules are enforced as stated.
+func (b *createBody) allowInternet() *bool { return b.AllowInternetAccess }
 
 // timeoutBody is the body of timeout, connect and resume.
 type timeoutBody struct {

@@ -41,8 +41,8 @@ func (s *Server) routes() *http.ServeMux {
 		{"POST /sandboxes/{id}/rollback", s.rollback},
 		{"GET /sandboxes/{id}/lineage", s.lineage},
 
-		// Not implemented yet.
-		{"PUT /sandboxes/{id}/network", s.notImplemented},
+		// Egress rules (network.go).
+		{"PUT /sandboxes/{id}/network", s.updateNetwork},
 
 		{"/", s.notFound},
 	} {

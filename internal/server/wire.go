@@ -57,6 +57,7 @@ type detailJSON struct {
 	AllowInternetAccess *bool         `json:"allowInternetAccess"`
 	Domain              *string       `json:"domain"`
 	Lifecycle           lifecycleJSON `json:"lifecycle"`
+	Network             *networkJSON  `json:"network,omitempty"`
 }
 
 // metricJSON is the SandboxMetric schema.
@@ -125,6 +126,7 @@ func (s *Server) toDetail(sb *sandbox.Sandbox) detailJSON {
 	out := detailJSON{
 		listedJSON: toListed(sb), AllowInternetAccess: &allow, Domain: s.domain(),
 		Lifecycle: lifecycleJSON{AutoResume: sb.AutoResume, OnTimeout: onTimeout},
+		Network:   toNetworkJSON(sb),
 	}
 	if sb.Secure {
 		out.EnvdAccessToken = sb.EnvdAccessToken

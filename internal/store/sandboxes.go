@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/forkbox/forkbox/internal/netpolicy"
 )
 
 // Sandbox is the persisted record of one sandbox. The daemon's state machine
@@ -30,6 +32,8 @@ type Sandbox struct {
 	PrivateTraffic bool `json:"privateTraffic,omitempty"`
 	// AllowInternet lets the sandbox reach outside the host.
 	AllowInternet bool `json:"allowInternet"`
+	// Network is the egress rules (allowOut/denyOut) in force, nil if none.
+	Network *netpolicy.Rules `json:"network,omitempty"`
 	// EnvdAccessToken guards the data plane when Secure.
 	EnvdAccessToken    string    `json:"envdAccessToken,omitempty"`
 	TrafficAccessToken string    `json:"trafficAccessToken,omitempty"`

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/netpolicy"
 )
 
 // Template kinds.
@@ -46,6 +47,10 @@ type Template struct {
 	AgentArgs []string `json:"agentArgs,omitempty"`
 	// Version changes whenever the template's content is rebuilt.
 	Version string `json:"version,omitempty"`
+	// Network and AllowInternet are a snapshot's source's egress rules,
+	// inherited by sandboxes created from it unless the create says.
+	Network       *netpolicy.Rules `json:"network,omitempty"`
+	AllowInternet *bool            `json:"allowInternet,omitempty"`
 }
 
 // PutTemplate inserts or replaces a template and its aliases. An alias held

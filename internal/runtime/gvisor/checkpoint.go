@@ -92,6 +92,9 @@ func (r *Runtime) prepareRestore(ctx context.Context, spec runtime.Spec, cl *cle
 	if err := r.standby.adopt(box); err != nil {
 		return handle{}, "", err
 	}
+	if err := r.applyEgress(ctx, box.cid, spec); err != nil {
+		return handle{}, "", err
+	}
 	dir := r.sandboxDir(spec.ID)
 	if err := os.Mkdir(dir, 0o700); errors.Is(err, os.ErrExist) {
 		return handle{}, "", fmt.Errorf("sandbox %s: %w", spec.ID, errdefs.ErrAlreadyExists)
@@ -128,6 +131,9 @@ func (r *Runtime) prepareInPlace(ctx context.Context, spec runtime.Spec, old han
 			return handle{}, "", err
 		}
 	} else if err := r.cfg.Net.Reconfigure(ctx, old.cid()); err != nil {
+		return handle{}, "", err
+	}
+	if err := r.applyEgress(ctx, old.cid(), spec); err != nil {
 		return handle{}, "", err
 	}
 	lease, _ := r.cfg.Net.Get(old.cid())

@@ -198,6 +198,9 @@ func (r *Runtime) prepare(ctx context.Context, spec runtime.Spec, cl *cleanup.St
 		return handle{}, err
 	}
 	cl.Add("release network", func(ctx context.Context) error { return r.cfg.Net.Release(ctx, spec.ID) })
+	if err := r.applyEgress(ctx, spec.ID, spec); err != nil {
+		return handle{}, err
+	}
 	h := newHandle(spec, withDefaults(spec.Resources, r.cfg.Defaults), lease)
 	return h, r.writeBundle(spec, h, dir)
 }

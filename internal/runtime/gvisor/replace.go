@@ -45,6 +45,9 @@ func (r *Runtime) Replace(ctx context.Context, spec runtime.Spec, imageDir strin
 	if err := r.standby.adopt(box); err != nil {
 		return runtime.Info{}, err
 	}
+	if err := r.applyEgress(ctx, box.cid, spec); err != nil {
+		return runtime.Info{}, err
+	}
 	if err := r.runDetached(ctx, r.cfg.Timeout, filepath.Join(box.dir, "runsc.log"),
 		"restore", "--detach", "--bundle="+box.dir, "--image-path="+imageDir, box.cid); err != nil {
 		return runtime.Info{}, err

@@ -1,0 +1,29 @@
+package gvisor
+
+import (
+	"context"
+
+	"github.com/forkbox/forkbox/internal/netpolicy"
+	"github.com/forkbox/forkbox/internal/runtime"
+)
+
+// SetNetworkPolicy implements runtime.NetworkPolicer: the policy of the
+// sandbox's network (keyed by its container) is replaced in one nftables
+// transaction.
+func (r *Runtime) SetNetworkPolicy(ctx context.Context, id string, p netpolicy.Policy) error {
+	h, err := r.loadHandle(id)
+	if err != nil {
+		return err
+	}
+	return r.cfg.Net.SetPolicy(ctx, h.cid(), p)
+}
+
+// applyEgress enforces spec's egress policy on container cid's network,
+// which exists already, before the sandbox runs. A spec without one keeps
+// the network's internet on/off.
+func (r *Runtime) applyEgress(ctx context.Context, cid string, spec runtime.Spec) error {
+	if spec.Egress == nil {
+		return nil
+	}
+	return r.cfg.Net.SetPolicy(ctx, cid, *spec.Egress)
+}

@@ -1,0 +1,116 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/netpolicy"
+	"github.com/forkbox/forkbox/internal/runtime"
+	"github.com/forkbox/forkbox/internal/store"
+)
+
+// NetworkRequest is a sandbox's egress rules as a create or
+// PUT /sandboxes/{id}/network states them.
+type NetworkRequest struct {
+	// Rules are allowOut and denyOut; nil means none.
+	Rules *netpolicy.Rules
+	// AllowInternet, when nil, means true (E2B's default).
+	AllowInternet *bool
+}
+
+// compile validates r against the operator's opened ranges and returns
+// the normalised rules to store (nil when empty) and the internet flag.
+func (m *Manager) compileNetwork(r NetworkRequest) (*netpolicy.Rules, bool, error) {
+	allow := r.AllowInternet == nil || *r.AllowInternet
+	var rules netpolicy.Rules
+	if r.Rules != nil {
+		rules = *r.Rules
+	}
+	norm, _, err := netpolicy.Compile(rules, allow, m.cfg.NetworkOpened)
+	if err != nil {
+		return nil, false, err
+	}
+	if norm.IsZero() {
+		return nil, allow, nil
+	}
+	return &norm, allow, nil
+}
+
+// egress is the runtime policy of rec: nil when it has no rules (the
+// runtime's internet on/off then applies).
+func (m *Manager) egress(rec *store.Sandbox) *netpolicy.Policy {
+	if rec.Network == nil {
+		return nil
+	}
+	_, p, err := netpolicy.Compile(*rec.Network, rec.AllowInternet, m.cfg.NetworkOpened)
+	if err != nil {
+		// Stored rules were valid when stored; if the operator has since
+		// closed a range, fail closed rather than open.
+		m.log.Error("stored network rules no longer valid; denying all egress", "sandbox", rec.ID, "err", err)
+		_, p, _ = netpolicy.Compile(netpolicy.Rules{}, false, nil)
+	}
+	return &p
+}
+
+// SetNetwork replaces the egress rules of a running or paused sandbox; an
+// omitted field is cleared. A running sandbox's kernel rules change in
+// place (established connections stay); a paused one gets them at resume.
+// The runtime call runs under the manager's lock: it is one nftables
+// transaction (about a millisecond), and holding the lock keeps every
+// lifecycle operation from starting meanwhile, so the rules cannot land
+// on a sandbox that is being paused or rolled back.
+func (m *Manager) SetNetwork(ctx context.Context, id string, r NetworkRequest) (*Sandbox, error) {
+	rules, allow, err := m.compileNetwork(r)
+	if err != nil {
+		return nil, err
+	}
+	return m.update(ctx, id, func(e *entry) error {
+		switch e.state {
+		case StatePaused:
+		case StateRunning:
+			next := e.rec
+			next.Network, next.AllowInternet = rules, allow
+			if err := m.applyNetwork(ctx, &next); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("sandbox %s is %s: %w", id, e.state, errdefs.ErrConflict)
+		}
+		e.rec.Network, e.rec.AllowInternet = rules, allow
+		m.log.Info("sandbox network rules changed", "sandbox", id, "allowInternet", allow)
+		return nil
+	})
+}
+
+// applyNetwork enforces rec's rules on its running sandbox.
+func (m *Manager) applyNetwork(ctx context.Context, rec *store.Sandbox) error {
+	np, ok := m.rt.(runtime.NetworkPolicer)
+	if !ok {
+		return fmt.Errorf("runtime %s cannot change network rules: %w", m.rt.Name(), errdefs.ErrUnavailable)
+	}
+	p := m.egress(rec)
+	if p == nil {
+		_, base, _ := netpolicy.Compile(netpolicy.Rules{}, rec.AllowInternet, nil)
+		p = &base
+	}
+	if err := np.SetNetworkPolicy(ctx, rec.ID, *p); err != nil {
+		return fmt.Errorf("network rules of %s: %w", rec.ID, err)
+	}
+	return nil
+}
+
+// recordNetwork validates req's egress rules into rec. A create that
+// states none inherits a snapshot's.
+func (m *Manager) recordNetwork(rec *store.Sandbox, req CreateRequest, tpl *store.Template) error {
+	nr := NetworkRequest{Rules: req.Network, AllowInternet: req.AllowInternet}
+	if nr.Rules == nil && nr.AllowInternet == nil && tpl.Kind == store.KindSnapshot {
+		nr = NetworkRequest{Rules: tpl.Network, AllowInternet: tpl.AllowInternet}
+	}
+	rules, allow, err := m.compileNetwork(nr)
+	if err != nil {
+		return err
+	}
+	rec.Network, rec.AllowInternet = rules, allow
+	return nil
+}
