@@ -58,6 +58,9 @@ type SandboxInfo struct {
 	EnvdAccessToken string            `json:"envdAccessToken,omitempty"`
 	Domain          string            `json:"domain,omitempty"`
 	Metadata        map[string]string `json:"metadata,omitempty"`
+	// AllowInternetAccess and Network are the egress rules in force.
+	AllowInternetAccess *bool         `json:"allowInternetAccess,omitempty"`
+	Network             *NetworkRules `json:"network,omitempty"`
 }
 
 // CreateOptions are the parameters of CreateSandbox. The zero value of every
@@ -80,6 +83,9 @@ type CreateOptions struct {
 	// AllowInternet enables or disables outbound internet access; nil keeps
 	// the server default.
 	AllowInternet *bool
+	// Network are the egress rules (see NetworkRules); nil states none (a
+	// snapshot's are then inherited).
+	Network *NetworkRules
 	// CPUCount and MemoryMB size the sandbox (forkbox extensions).
 	CPUCount int
 	MemoryMB int
@@ -96,6 +102,7 @@ type createRequest struct {
 	AutoResume    *autoResume       `json:"autoResume,omitempty"`
 	Secure        bool              `json:"secure,omitempty"`
 	AllowInternet *bool             `json:"allow_internet_access,omitempty"`
+	Network       *NetworkRules     `json:"network,omitempty"`
 	Metadata      map[string]string `json:"metadata,omitempty"`
 	EnvVars       map[string]string `json:"envVars,omitempty"`
 	CPUCount      int               `json:"cpuCount,omitempty"`
@@ -110,7 +117,7 @@ func (c *Client) CreateSandbox(ctx context.Context, o CreateOptions) (*Sandbox, 
 	req := createRequest{
 		TemplateID: o.TemplateID, Timeout: seconds(o.Timeout), AutoPause: o.AutoPause,
 		Secure: o.Secure, AllowInternet: o.AllowInternet, Metadata: o.Metadata,
-		EnvVars: o.EnvVars, CPUCount: o.CPUCount, MemoryMB: o.MemoryMB,
+		EnvVars: o.EnvVars, CPUCount: o.CPUCount, MemoryMB: o.MemoryMB, Network: o.Network,
 	}
 	if o.AutoResume {
 		req.AutoResume = &autoResume{Enabled: true}

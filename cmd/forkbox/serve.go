@@ -29,13 +29,17 @@ func serve(cmd *cobra.Command, _ []string) error {
 	standby, _ := f.GetInt("standby")
 	cloneConc, _ := f.GetInt("clone-concurrency")
 	hugePages, _ := f.GetBool("host-hugepages")
+	eg, err := egressOptions(f)
+	if err != nil {
+		return err
+	}
 	return daemon.Run(cmd.Context(), daemon.Options{
 		Listen: str("listen"), DataDir: str("data-dir"), TemplateDir: str("template-dir"),
 		Domain: str("domain"), RunscPath: str("runsc"), AgentPath: str("agent"),
 		TLSListen: str("tls-listen"), TLSCert: str("tls-cert"), TLSKey: str("tls-key"),
 		SweepInterval: sweep, DefaultTimeout: timeout, NetworkIndex: netIndex, PoolSize: poolSize, Standby: standby, CloneConcurrency: cloneConc,
-		HostHugePages: hugePages,
-		Logger:        log, Out: cmd.ErrOrStderr(),
+		HostHugePages: hugePages, Egress: eg,
+		Logger: log, Out: cmd.ErrOrStderr(),
 	})
 }
 

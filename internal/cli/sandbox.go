@@ -20,7 +20,7 @@ func (a *app) sandboxCmd() *cobra.Command {
 		a.sandboxCreateCmd(), a.sandboxListCmd(), a.sandboxInfoCmd(), a.sandboxKillCmd(),
 		a.sandboxTimeoutCmd(), a.sandboxRefreshCmd(), a.sandboxMetricsCmd(),
 		a.sandboxPauseCmd(), a.sandboxResumeCmd(), a.sandboxCloneCmd(), a.sandboxForkCmd(),
-		a.sandboxRollbackCmd(), a.sandboxLogsCmd(),
+		a.sandboxRollbackCmd(), a.sandboxLogsCmd(), a.sandboxNetworkCmd(),
 	)
 	return cmd
 }

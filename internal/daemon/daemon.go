@@ -53,6 +53,8 @@ type Options struct {
 	// NetworkIndex separates the networks of several daemons on one host
 	// (0: the default 10.201.0.0/16; n: 10.(201+n).0.0/16, 1..50).
 	NetworkIndex int
+	// Egress configures sandbox egress rules and the egress proxy.
+	Egress EgressOptions
 	// SweepInterval and DefaultTimeout tune TTL handling.
 	SweepInterval  time.Duration
 	DefaultTimeout time.Duration
@@ -125,7 +127,7 @@ func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.St
 		AgentArgs: []string{template.AgentInRootFS}, ClientID: hostname(),
 		ImageDir: filepath.Join(o.DataDir, "images"),
 		PoolSize: o.PoolSize, PoolTemplates: []string{template.BaseID, template.CodeInterpreterID},
-		CloneConcurrency: o.CloneConcurrency,
+		CloneConcurrency: o.CloneConcurrency, NetworkOpened: o.Egress.Open,
 	})
 	if err != nil {
 		return nil, err

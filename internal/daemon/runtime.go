@@ -22,9 +22,20 @@ func newRuntime(ctx context.Context, o Options) (runtime.Runtime, func(context.C
 	if o.HostHugePages {
 		tuneHugePages(o.Logger)
 	}
-	nm, err := netns.New(ctx, networkConfig(o))
+	eg, err := listenEgress()
 	if err != nil {
+		return nil, nil, err
+	}
+	ncfg := networkConfig(o)
+	ncfg.EgressPort, ncfg.Opened = eg.port(), o.Egress.Open
+	nm, err := netns.New(ctx, ncfg)
+	if err != nil {
+		eg.close()
 		return nil, nil, fmt.Errorf("sandbox networking: %w", err)
+	}
+	if err := eg.serve(o, nm); err != nil {
+		eg.close()
+		return nil, nil, err
 	}
 	rt, err := gvisor.New(ctx, gvisor.Config{
 		RunscPath: o.RunscPath,
@@ -34,18 +45,24 @@ func newRuntime(ctx context.Context, o Options) (runtime.Runtime, func(context.C
 		Standby:   o.Standby,
 	})
 	if err != nil {
+		eg.close()
 		return nil, nil, fmt.Errorf("gvisor runtime: %w", err)
+	}
+	closeAll := func(ctx context.Context) error {
+		err := rt.Close(ctx)
+		eg.close()
+		return err
 	}
 	if spec := os.Getenv(faults.EnvVar); spec != "" {
 		o.Logger.Warn("fault injection is on", "faults", spec)
 		frt, err := faults.Wrap(rt, spec)
 		if err != nil {
-			rt.Close(ctx)
+			closeAll(ctx)
 			return nil, nil, err
 		}
-		return frt, rt.Close, nil
+		return frt, closeAll, nil
 	}
-	return rt, rt.Close, nil
+	return rt, closeAll, nil
 }
 
 // tuneHugePages lets runsc back sandbox memory with huge pages. It runs

@@ -1,0 +1,132 @@
+package egress
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/forkbox/forkbox/internal/netpolicy"
+)
+
+// decision is where an allowed connection goes, or why it may not.
+type decision struct {
+	to   netip.AddrPort // valid when allowed
+	why  string         // the rule that decided
+	deny bool
+}
+
+// decide applies the policy to a connection that asked for name (empty
+// if none could be read) on its original destination.
+func (p *Proxy) decide(ctx context.Context, cn *conn, name string) decision {
+	name = normalName(name)
+	if name != "" && cn.policy.AllowsName(name) {
+		addr, err := p.resolve(ctx, name)
+		if err != nil {
+			return decision{deny: true, why: err.Error()}
+		}
+		return decision{to: netip.AddrPortFrom(addr, cn.dst.Port()), why: "allowOut name " + name}
+	}
+	a := cn.dst.Addr()
+	if p.local.contains(a) {
+		return decision{deny: true, why: "the host's own address"}
+	}
+	if !cn.policy.AllowsAddr(a, p.cfg.Opened) {
+		if name != "" && cn.policy.HasNames() {
+			return decision{deny: true, why: fmt.Sprintf("name %s not in allowOut and %s denied", name, a)}
+		}
+		return decision{deny: true, why: "address " + a.String() + " denied"}
+	}
+	return decision{to: cn.dst, why: "address rules"}
+}
+
+// resolve looks name up and returns its first IPv4 address that no rule
+// forbids; a name with only forbidden addresses is refused, whatever the
+// sandbox's own resolver said.
+func (p *Proxy) resolve(ctx context.Context, name string) (netip.Addr, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	addrs, err := p.cfg.Resolver.LookupNetIP(ctx, "ip4", name)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("resolve %s: %v", name, err)
+	}
+	for _, a := range addrs {
+		a = a.Unmap()
+		if !netpolicy.IsForbidden(a, p.cfg.Opened) && !p.local.contains(a) {
+			return a, nil
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("%s resolves only to forbidden addresses %v", name, addrs)
+}
+
+// dial connects to the decided destination.
+func (p *Proxy) dial(ctx context.Context, to netip.AddrPort) (net.Conn, error) {
+	d := net.Dialer{Timeout: p.cfg.DialTimeout}
+	return d.DialContext(ctx, "tcp4", to.String())
+}
+
+// normalName strips a port and trailing dot and lower-cases; an IP
+// literal is no name.
+func normalName(h string) string {
+	if host, port, err := net.SplitHostPort(h); err == nil {
+		if _, perr := strconv.Atoi(port); perr == nil {
+			h = host
+		}
+	}
+	h = strings.ToLower(strings.TrimSuffix(h, "."))
+	if _, err := netip.ParseAddr(strings.Trim(h, "[]")); err == nil {
+		return ""
+	}
+	return h
+}
+
+// localAddrs caches the host's own addresses: the proxy runs on the host,
+// so a connection it makes to one of them would reach the host itself.
+type localAddrs struct {
+	mu    sync.Mutex
+	at    time.Time
+	addrs map[netip.Addr]bool
+}
+
+func (l *localAddrs) contains(a netip.Addr) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if time.Since(l.at) > 5*time.Second {
+		l.addrs = map[netip.Addr]bool{}
+		ifaddrs, _ := net.InterfaceAddrs()
+		for _, ia := range ifaddrs {
+			if pfx, err := netip.ParsePrefix(ia.String()); err == nil {
+				l.addrs[pfx.Addr().Unmap()] = true
+			}
+		}
+		l.at = time.Now()
+	}
+	return l.addrs[a.Unmap()]
+}
+
+// denialLog lets one denial log line per sandbox address through per
+// second, so a sandbox hammering a denied host cannot flood the log.
+type denialLog struct {
+	mu   sync.Mutex
+	last map[netip.Addr]time.Time
+}
+
+func newDenialLog() *denialLog { return &denialLog{last: map[netip.Addr]time.Time{}} }
+
+func (d *denialLog) allow(src netip.Addr) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := time.Now()
+	if now.Sub(d.last[src]) < time.Second {
+		return false
+	}
+	if len(d.last) > 4096 {
+		clear(d.last)
+	}
+	d.last[src] = now
+	return true
+}
