@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
 	"github.com/forkbox/forkbox/internal/netpolicy"
 )
 
@@ -183,4 +186,112 @@ func TestPolicyKeepsEstablished(t *testing.T) {
 		c2.Close()
 		t.Fatalf("denied address reachable after a restart")
 	}
+}
+
+// TestPolicyNoIPv6: sandboxes have no IPv6 beyond their links. The host's
+// IPv6 address on a sandbox's link answers nothing (the input chain drops
+// both families), while the link itself carries IPv6 (the host reaches a
+// listener in the sandbox's namespace over it), so the drop is the rule's.
+func TestPolicyNoIPv6(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	l, err := m.Allocate(ctx, "six6", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostLL := linkLocal(t, "", l.HostLink)
+	sbLL := linkLocal(t, l.NSPath, "eth0")
+	hostLn, err := net.Listen("tcp6", "[::]:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hostLn.Close()
+	go func() {
+		for {
+			c, err := hostLn.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("ok"))
+			c.Close()
+		}
+	}()
+	var sbLn net.Listener
+	inNS(t, l.NSPath, func() { sbLn, err = net.Listen("tcp6", "[::]:0") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sbLn.Close()
+	go func() {
+		for {
+			c, err := sbLn.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("ok"))
+			c.Close()
+		}
+	}()
+	toSandbox := fmt.Sprintf("[%s%%%s]:%d", sbLL, l.HostLink, sbLn.Addr().(*net.TCPAddr).Port)
+	if !reach6(t, "", toSandbox) {
+		t.Fatalf("host cannot reach the sandbox over IPv6 (%s): test setup broken", toSandbox)
+	}
+	toHost := fmt.Sprintf("[%s%%eth0]:%d", hostLL, hostLn.Addr().(*net.TCPAddr).Port)
+	if reach6(t, l.NSPath, toHost) {
+		t.Errorf("sandbox reaches the host over IPv6 at %s", toHost)
+	}
+}
+
+// linkLocal waits for the IPv6 link-local address of link (in nsPath, or
+// the host's namespace if empty) to finish duplicate address detection.
+func linkLocal(t *testing.T, nsPath, link string) netip.Addr {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		var found netip.Addr
+		look := func() {
+			lk, err := netlink.LinkByName(link)
+			if err != nil {
+				return
+			}
+			addrs, _ := netlink.AddrList(lk, netlink.FAMILY_V6)
+			for _, a := range addrs {
+				ip, _ := netip.AddrFromSlice(a.IP)
+				if ip.IsLinkLocalUnicast() && a.Flags&unix.IFA_F_TENTATIVE == 0 {
+					found = ip
+				}
+			}
+		}
+		if nsPath == "" {
+			look()
+		} else {
+			inNS(t, nsPath, look)
+		}
+		if found.IsValid() {
+			return found
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no IPv6 link-local address on %s", link)
+	return netip.Addr{}
+}
+
+func reach6(t *testing.T, nsPath, addr string) bool {
+	t.Helper()
+	var c net.Conn
+	var err error
+	dial := func() { c, err = net.DialTimeout("tcp6", addr, 700*time.Millisecond) }
+	if nsPath == "" {
+		dial()
+	} else {
+		inNS(t, nsPath, dial)
+	}
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	b := make([]byte, 2)
+	_, err = c.Read(b)
+	return err == nil && string(b) == "ok"
 }
