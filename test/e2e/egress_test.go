@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -9,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -21,6 +23,9 @@ import (
 
 	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
+
+	"github.com/forkbox/forkbox/client"
+	"github.com/forkbox/forkbox/internal/daemontest"
 )
 
 // The outside world of the egress test: namespace egr-out, joined to the
@@ -244,5 +249,72 @@ func TestEgressRules(t *testing.T) {
 	if ids := d.SandboxIDs(); len(ids) > 0 {
 		t.Errorf("egress.mjs left sandboxes behind: %v", ids)
 		d.KillAll()
+	}
+}
+
+// TestEgressRulesSurviveRestart: rules set with the Go SDK (at create and
+// by UpdateNetwork) are still enforced after the daemon restarts, and the
+// domain rules' proxy serves again.
+func TestEgressRulesSurviveRestart(t *testing.T) {
+	setupEgressOutside(t)
+	cert, _ := egressCert(t)
+	startEgressServers(t, cert)
+	d := startDaemon(t, "--egress-dns", startEgressDNS(t))
+	ctx := daemontest.Context(t)
+	c := client.New(d.URL, d.APIKey)
+	sb, err := c.CreateSandbox(ctx, client.CreateOptions{TemplateID: "base", Timeout: 3 * time.Minute,
+		Network: &client.NetworkRules{DenyOut: []string{egrWebB}}})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	defer c.KillSandbox(context.Background(), sb.SandboxID)
+	named, err := c.CreateSandbox(ctx, client.CreateOptions{TemplateID: "base", Timeout: 3 * time.Minute})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	defer c.KillSandbox(context.Background(), named.SandboxID)
+	if err := c.UpdateNetwork(ctx, named.SandboxID, client.NetworkUpdate{
+		DenyOut: []string{"0.0.0.0/0"}, AllowOut: []string{"allowed.egress.test"}}); err != nil {
+		t.Fatalf("UpdateNetwork: %v", err)
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, tc := range []struct {
+			sb   *client.Sandbox
+			cmd  string
+			want string // "" = must fail
+		}{
+			{sb, "curl -sS -m 4 http://" + egrWebA + "/", "A host=" + egrWebA},
+			{sb, "curl -sS -m 4 http://" + egrWebB + "/", ""},
+			{named, "curl -sS -m 4 -H 'Host: allowed.egress.test' http://" + egrWebB + "/", "A host=allowed.egress.test"},
+			{named, "curl -sS -m 4 http://" + egrWebA + "/", ""},
+		} {
+			var out strings.Builder
+			code, err := tc.sb.Conn().Exec(ctx, client.ExecOptions{Shell: tc.cmd, Stdout: &out, Stderr: io.Discard})
+			if err != nil {
+				t.Fatalf("%s: exec %q: %v", when, tc.cmd, err)
+			}
+			got := out.String()
+			if tc.want != "" && (code != 0 || got != tc.want) {
+				t.Errorf("%s: %q = %d %q, want %q", when, tc.cmd, code, got, tc.want)
+			}
+			if tc.want == "" && (strings.HasPrefix(got, "A ") || strings.HasPrefix(got, "B ")) {
+				t.Errorf("%s: %q reached a denied server: %q", when, tc.cmd, got)
+			}
+		}
+	}
+	check("before the restart")
+	d.Restart()
+	c = client.New(d.URL, d.APIKey)
+	if sb, err = c.Connect(ctx, sb.SandboxID, 0); err != nil {
+		t.Fatalf("connect after restart: %v", err)
+	}
+	if named, err = c.Connect(ctx, named.SandboxID, 0); err != nil {
+		t.Fatalf("connect after restart: %v", err)
+	}
+	check("after the restart")
+	info, err := c.GetSandbox(ctx, named.SandboxID)
+	if err != nil || info.Network == nil || len(info.Network.AllowOut) != 1 || info.Network.AllowOut[0] != "allowed.egress.test" {
+		t.Errorf("rules reported after restart: %+v %v", info, err)
 	}
 }
