@@ -75,32 +75,11 @@ func run(sizeMiB, runs, pings int) error {
 		return err
 	}
 	defer stopDNS()
-	ln, err := net.Listen("tcp4", "0.0.0.0:0")
+	m, p, stop, err := startProxy(ctx, res)
 	if err != nil {
 		return err
 	}
-	m, err := netns.New(ctx, netns.Config{
-		Subnet: netip.MustParsePrefix("10.250.0.0/16"), NamePrefix: "egbsb-", LinkPrefix: "egbs",
-		Table: "forkbox_egbench", ResolvConf: "/nonexistent",
-		EgressPort: uint16(ln.Addr().(*net.TCPAddr).Port),
-		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		return err
-	}
-	defer m.Close(ctx)
-	p, err := egress.New(egress.Config{
-		Policies: egress.PolicyFunc(func(src netip.Addr) (netpolicy.Policy, bool) {
-			l, ok := m.LeaseByAddr(src)
-			return l.Policy, ok
-		}),
-		Resolver: res, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		return err
-	}
-	go p.Serve(ln)
-	defer p.Close()
+	defer stop()
 	lease, err := m.Allocate(ctx, "egbench0", true)
 	if err != nil {
 		return err
@@ -125,6 +104,39 @@ func run(sizeMiB, runs, pings int) error {
 	}
 	report(sizeMiB, runs, pings, rows)
 	return nil
+}
+
+// startProxy makes the sandbox network manager and the proxy its
+// redirect points at; stop removes both.
+func startProxy(ctx context.Context, res *net.Resolver) (*netns.Manager, *egress.Proxy, func(), error) {
+	ln, err := net.Listen("tcp4", "0.0.0.0:0")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	m, err := netns.New(ctx, netns.Config{
+		Subnet: netip.MustParsePrefix("10.250.0.0/16"), NamePrefix: "egbsb-", LinkPrefix: "egbs",
+		Table: "forkbox_egbench", ResolvConf: "/nonexistent",
+		EgressPort: uint16(ln.Addr().(*net.TCPAddr).Port),
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		ln.Close()
+		return nil, nil, nil, err
+	}
+	p, err := egress.New(egress.Config{
+		Policies: egress.PolicyFunc(func(src netip.Addr) (netpolicy.Policy, bool) {
+			l, ok := m.LeaseByAddr(src)
+			return l.Policy, ok
+		}),
+		Resolver: res, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		ln.Close()
+		m.Close(ctx)
+		return nil, nil, nil, err
+	}
+	go p.Serve(ln)
+	return m, p, func() { p.Close(); m.Close(ctx) }, nil
 }
 
 func policy(names []string) netpolicy.Policy {
