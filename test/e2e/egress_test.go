@@ -253,8 +253,8 @@ func TestEgressRules(t *testing.T) {
 }
 
 // TestEgressRulesSurviveRestart: rules set with the Go SDK (at create and
-// by UpdateNetwork) are still enforced after the daemon restarts, and the
-// domain rules' proxy serves again.
+// by UpdateNetwork) are still enforced after the daemon is killed and
+// started again, and the domain rules' proxy serves again.
 func TestEgressRulesSurviveRestart(t *testing.T) {
 	setupEgressOutside(t)
 	cert, _ := egressCert(t)
@@ -304,6 +304,9 @@ func TestEgressRulesSurviveRestart(t *testing.T) {
 		}
 	}
 	check("before the restart")
+	// The hard case: the daemon dies (its proxy with it) and a new one,
+	// on a new proxy port, takes over the running sandboxes.
+	d.Kill9()
 	d.Restart()
 	c = client.New(d.URL, d.APIKey)
 	if sb, err = c.Connect(ctx, sb.SandboxID, 0); err != nil {
