@@ -63,10 +63,38 @@ func (p *Proxy) resolve(ctx context.Context, name string) (netip.Addr, error) {
 	return netip.Addr{}, fmt.Errorf("%s resolves only to forbidden addresses %v", name, addrs)
 }
 
-// dial connects to the decided destination.
+// dial connects to the decided destination. The connection is tracked
+// like the sandbox's, so Close cuts relays blocked on either side.
 func (p *Proxy) dial(ctx context.Context, to netip.AddrPort) (net.Conn, error) {
 	d := net.Dialer{Timeout: p.cfg.DialTimeout}
-	return d.DialContext(ctx, "tcp4", to.String())
+	c, err := d.DialContext(ctx, "tcp4", to.String())
+	if err != nil {
+		return nil, err
+	}
+	if !p.track(c) {
+		c.Close()
+		return nil, net.ErrClosed
+	}
+	return trackedConn{Conn: c, p: p}, nil
+}
+
+// trackedConn leaves the proxy's set when closed.
+type trackedConn struct {
+	net.Conn
+	p *Proxy
+}
+
+func (c trackedConn) Close() error {
+	c.p.untrack(c.Conn)
+	return nil
+}
+
+// CloseWrite half-closes the upstream side.
+func (c trackedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 // normalName strips a port and trailing dot and lower-cases; an IP

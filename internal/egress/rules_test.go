@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/forkbox/forkbox/internal/netpolicy"
 )
@@ -143,5 +144,36 @@ func TestAddressRulesThroughTheProxy(t *testing.T) {
 	c.Write([]byte("\x00\x01 not http\r\n\r\n"))
 	if n, _ := c.Read(make([]byte, 1)); n != 0 {
 		t.Errorf("a denied address answered raw bytes")
+	}
+}
+
+// Close cuts relays even when neither end is talking.
+func TestCloseCutsIdleRelays(t *testing.T) {
+	res := startDNS(t)
+	ln, err := net.Listen("tcp4", goodIP+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // accepts and never answers
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	h := newHarness(t, policy(t, netpolicy.Rules{AllowOut: []string{"allowed.test"}}), res)
+	c := h.dial(ln.Addr().String())
+	defer c.Close()
+	fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n")
+	time.Sleep(100 * time.Millisecond) // the relay is up
+	done := make(chan struct{})
+	go func() { h.proxy.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+		t.Fatal("Close hangs on an idle relay")
 	}
 }
