@@ -33,12 +33,14 @@ func serve(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	mirrors, _ := f.GetStringArray("registry-mirror")
+	insecure, _ := f.GetStringArray("insecure-registry")
 	return daemon.Run(cmd.Context(), daemon.Options{
 		Listen: str("listen"), DataDir: str("data-dir"), TemplateDir: str("template-dir"),
 		Domain: str("domain"), RunscPath: str("runsc"), AgentPath: str("agent"),
 		TLSListen: str("tls-listen"), TLSCert: str("tls-cert"), TLSKey: str("tls-key"),
 		SweepInterval: sweep, DefaultTimeout: timeout, NetworkIndex: netIndex, PoolSize: poolSize, Standby: standby, CloneConcurrency: cloneConc,
-		HostHugePages: hugePages, Egress: eg,
+		HostHugePages: hugePages, Egress: eg, RegistryMirrors: mirrors, InsecureRegistries: insecure,
 		Logger: log, Out: cmd.ErrOrStderr(),
 	})
 }

@@ -55,6 +55,11 @@ type Options struct {
 	NetworkIndex int
 	// Egress configures sandbox egress rules and the egress proxy.
 	Egress EgressOptions
+	// RegistryMirrors are "host=URL" mirrors tried before a registry
+	// (--registry-mirror); InsecureRegistries may be spoken to over plain
+	// HTTP (loopback ones always may).
+	RegistryMirrors    []string
+	InsecureRegistries []string
 	// SweepInterval and DefaultTimeout tune TTL handling.
 	SweepInterval  time.Duration
 	DefaultTimeout time.Duration
@@ -107,7 +112,11 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{Manager: mgr, Keys: st, Logger: log, Domain: o.Domain})
+	builds, err := newBuilds(ctx, o, rt, st)
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Config{Manager: mgr, Keys: st, Logger: log, Domain: o.Domain, Templates: builds})
 	if err != nil {
 		return err
 	}

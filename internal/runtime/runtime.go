@@ -53,6 +53,20 @@ type Spec struct {
 	// Egress, when set, is the egress policy to enforce instead of the
 	// plain internet on/off of AllowInternet (see NetworkPolicer).
 	Egress *netpolicy.Policy
+	// Mounts are host directories bound read-write into the sandbox, past
+	// the private layer: what the sandbox writes there lands on the host
+	// (template builds run their steps in one). Destinations must exist in
+	// RootFS.
+	Mounts []Mount
+	// Admin grants CAP_SYS_ADMIN inside the sandbox's own kernel (a build
+	// sandbox mounts /proc and /dev for the chroot its steps run in).
+	Admin bool
+}
+
+// Mount binds host directory Source at Destination inside a sandbox.
+type Mount struct {
+	Source      string
+	Destination string
 }
 
 // State is a backend's view of one sandbox.

@@ -35,7 +35,7 @@ func (s *Server) routes() *http.ServeMux {
 		{"POST /sandboxes/{id}/resume", s.resume},
 		{"POST /sandboxes/{id}/snapshots", s.createSnapshot},
 		{"GET /snapshots", s.listSnapshots},
-		{"DELETE /templates/{id}", s.deleteTemplate},
+		{"DELETE /templates/{id}", s.deleteAnyTemplate},
 		{"POST /sandboxes/{id}/fork", s.fork},
 		{"POST /sandboxes/{id}/clone", s.clone},
 		{"POST /sandboxes/{id}/rollback", s.rollback},
@@ -48,6 +48,7 @@ func (s *Server) routes() *http.ServeMux {
 	} {
 		mux.HandleFunc(rt.pattern, rt.h)
 	}
+	s.templateRoutes(mux) // templates.go
 	return mux
 }
 

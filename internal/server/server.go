@@ -17,6 +17,7 @@ import (
 
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/sandbox"
+	"github.com/forkbox/forkbox/internal/template/build"
 	"github.com/forkbox/forkbox/web"
 )
 
@@ -54,6 +55,9 @@ type Config struct {
 	// e2b-traffic-access-token. When false (E2B's behaviour) only sandboxes
 	// created with network.allowPublicTraffic = false require it.
 	TrafficTokenForSecure bool
+	// Templates builds user templates (E2B's template build API); nil
+	// answers those routes 501.
+	Templates *build.Service
 }
 
 // Server serves the control API and the data plane on one handler.

@@ -3,6 +3,7 @@ package gvisor
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -57,6 +58,10 @@ func buildSpec(s runtime.Spec, res runtime.Resources, lease netns.Lease, cgroups
 	if !hasEnv(env, "PATH") {
 		env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, env...)
 	}
+	caps := defaultCaps
+	if s.Admin {
+		caps = append(slices.Clone(defaultCaps), "CAP_SYS_ADMIN")
+	}
 	memLimit := memoryLimit(res)
 	quota := int64(res.CPUCount) * cpuPeriodUs
 	period := uint64(cpuPeriodUs)
@@ -70,13 +75,13 @@ func buildSpec(s runtime.Spec, res runtime.Resources, lease netns.Lease, cgroups
 			Env:      env,
 			Cwd:      "/",
 			Capabilities: &specs.LinuxCapabilities{
-				Bounding: defaultCaps, Effective: defaultCaps, Permitted: defaultCaps,
+				Bounding: caps, Effective: caps, Permitted: caps,
 			},
 			Rlimits: []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: 1 << 20, Soft: 1 << 20}},
 		},
 		Root:     &specs.Root{Path: s.RootFS, Readonly: false},
 		Hostname: s.Hostname,
-		Mounts:   mounts(s.RootFS),
+		Mounts:   append(mounts(s.RootFS), binds(s.Mounts)...),
 		Linux: &specs.Linux{
 			CgroupsPath: cgroupsPath,
 			Resources: &specs.LinuxResources{
@@ -109,6 +114,15 @@ func mounts(rootfs string) []specs.Mount {
 		if fi, err := os.Stat(filepath.Join(rootfs, m.Destination)); err == nil && fi.IsDir() {
 			out = append(out, m)
 		}
+	}
+	return out
+}
+
+// binds are the spec's bind mounts of host directories (read-write).
+func binds(ms []runtime.Mount) []specs.Mount {
+	var out []specs.Mount
+	for _, m := range ms {
+		out = append(out, specs.Mount{Destination: m.Destination, Type: "bind", Source: m.Source, Options: []string{"rbind", "rw"}})
 	}
 	return out
 }

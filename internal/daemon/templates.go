@@ -1,0 +1,46 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/forkbox/forkbox/internal/oci"
+	"github.com/forkbox/forkbox/internal/runtime"
+	"github.com/forkbox/forkbox/internal/runtime/gvisor"
+	"github.com/forkbox/forkbox/internal/store"
+	"github.com/forkbox/forkbox/internal/template"
+	"github.com/forkbox/forkbox/internal/template/build"
+)
+
+// newBuilds opens the template build service: images pulled into
+// DataDir/oci (with the configured mirrors), uploads, layers and built
+// templates under DataDir/builds.
+func newBuilds(ctx context.Context, o Options, rt runtime.Runtime, st *store.Store) (*build.Service, error) {
+	mirrors := map[string]string{}
+	for _, m := range o.RegistryMirrors {
+		host, u, err := oci.ParseMirror(m)
+		if err != nil {
+			return nil, fmt.Errorf("--registry-mirror %q: %w", m, err)
+		}
+		mirrors[host] = u
+	}
+	images, err := oci.New(oci.Options{CacheDir: filepath.Join(o.DataDir, "oci"), Mirrors: mirrors, Insecure: o.InsecureRegistries})
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(o.DataDir, "builds")
+	uploads, err := build.NewUploads(filepath.Join(dir, "uploads"), 0)
+	if err != nil {
+		return nil, err
+	}
+	salt, err := imageKey(gvisor.Flags, o.RunscPath)
+	if err != nil {
+		return nil, err
+	}
+	return build.New(build.Config{
+		Runtime: rt, Store: st, Images: images, Uploads: uploads, Dir: dir,
+		AgentPath: o.AgentPath, AgentArgs: []string{template.AgentInRootFS},
+		BaseTemplate: template.BaseID, ImageSalt: salt, Logger: o.Logger,
+	})
+}

@@ -1,0 +1,179 @@
+package build
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/forkbox/forkbox/client"
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/runtime"
+	"github.com/forkbox/forkbox/internal/store"
+)
+
+// ReadyTimeout bounds how long a template's ready command may take to
+// succeed.
+var ReadyTimeout = 120 * time.Second
+
+// startLog is where the start command's output goes inside the sandbox.
+const startLog = "/tmp/.forkbox-start.log"
+
+// finalize gives the template its settings, starts the start command,
+// waits for the ready command, captures the sandbox (memory and files) as
+// the template's image and records the template as ready.
+func (j *job) finalize(ctx context.Context) error {
+	meta, err := j.meta()
+	if err != nil {
+		return err
+	}
+	cpu, mem := j.limits()
+	key := j.hashKey("image", j.key, j.spec.StartCmd, j.spec.ReadyCmd, meta.User, meta.Workdir, j.envKey(),
+		strings.Join(j.s.cfg.AgentArgs, " "), fmt.Sprint(cpu, mem), j.s.cfg.ImageSalt)
+	image := filepath.Join(j.s.cfg.Dir, "images", key)
+	if exists(image) {
+		j.logf("info", "CACHED start-ready image")
+	} else if err := j.capture(ctx, meta, cpu, mem, image); err != nil {
+		return err
+	}
+	return j.s.publish(ctx, j.tplID, meta, &store.Template{
+		ID: j.tplID, Kind: store.KindTemplate, RootFS: meta.RootFS, CPUCount: cpu, MemoryMB: mem,
+		DiskSizeMB: 1024, ImageDir: image, CreatedAt: time.Now().UTC(), AgentArgs: j.s.cfg.AgentArgs,
+		Version: key[:16],
+	})
+}
+
+// meta is what sandboxes of the template inherit: the last USER (`user`
+// when none), the last WORKDIR (that user's home when none), the env.
+func (j *job) meta() (*Meta, error) {
+	user := UserName
+	if j.userSet {
+		user = j.user
+	}
+	acct, ok := lookupUser(j.rootfs, user)
+	if !ok {
+		return nil, fmt.Errorf("the template's user %q does not exist in its rootfs: %w", user, errdefs.ErrInvalidArgument)
+	}
+	wd := acct.home
+	if j.wdSet || (j.workdir != "" && j.workdir != "/") {
+		wd = j.workdir
+	}
+	env := make(map[string]string, len(j.env))
+	for k, v := range j.env {
+		env[k] = v
+	}
+	return &Meta{Env: env, User: user, Workdir: wd, RootFS: j.rootfs}, nil
+}
+
+func (j *job) capture(ctx context.Context, meta *Meta, cpu, mem int, image string) error {
+	cp, ok := j.s.cfg.Runtime.(runtime.Checkpointer)
+	if !ok {
+		return fmt.Errorf("runtime %s cannot checkpoint: %w", j.s.cfg.Runtime.Name(), errdefs.ErrUnavailable)
+	}
+	j.logf("info", "Starting the template's sandbox")
+	b, err := startBox(ctx, j.s.cfg.Runtime, runtime.Spec{
+		RootFS: meta.RootFS, Args: j.s.cfg.AgentArgs,
+		Resources: runtime.Resources{CPUCount: cpu, MemoryMB: mem},
+	}, map[string]any{"envVars": meta.Env, "defaultUser": meta.User, "defaultWorkdir": meta.Workdir})
+	if err != nil {
+		return err
+	}
+	defer b.close(ctx)
+	mk := `mkdir -p "$1" && chown "$2" "$1"`
+	if code, err := b.exec(ctx, client.ExecOptions{Cmd: []string{"/bin/sh", "-c", mk, "sh", meta.Workdir, meta.User}, User: "root"}, nil); err != nil || code != 0 {
+		return fmt.Errorf("create workdir %s: exit %d: %v", meta.Workdir, code, err)
+	}
+	if err := j.startAndWait(ctx, b, meta); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(image), 0o755); err != nil {
+		return err
+	}
+	tmp := image + ".tmp-" + b.id
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := cp.Checkpoint(ctx, b.id, tmp, runtime.CheckpointOptions{}); err != nil {
+		os.RemoveAll(tmp)
+		return fmt.Errorf("capture the template's sandbox: %w", err)
+	}
+	if err := os.Rename(tmp, image); err != nil {
+		os.RemoveAll(tmp)
+		if !exists(image) {
+			return err
+		}
+	}
+	j.logf("info", "Captured memory and files in %s", time.Since(t0).Round(time.Millisecond))
+	return nil
+}
+
+// startAndWait starts the start command detached and polls the ready
+// command until it exits 0.
+func (j *job) startAndWait(ctx context.Context, b *box, meta *Meta) error {
+	if j.spec.StartCmd == "" {
+		return nil
+	}
+	j.logf("info", "Start command: %s", j.spec.StartCmd)
+	start := `nohup /bin/bash -l -c "$1" >` + startLog + ` 2>&1 </dev/null &`
+	if code, err := b.exec(ctx, client.ExecOptions{Cmd: []string{"/bin/sh", "-c", start, "sh", j.spec.StartCmd}, User: meta.User, Cwd: meta.Workdir}, nil); err != nil || code != 0 {
+		return fmt.Errorf("start command '%s': exit %d: %v", j.spec.StartCmd, code, err)
+	}
+	if j.spec.ReadyCmd == "" {
+		return nil
+	}
+	j.logf("info", "Waiting for ready command: %s", j.spec.ReadyCmd)
+	deadline := time.Now().Add(ReadyTimeout)
+	for {
+		var out bytes.Buffer
+		code, err := b.exec(ctx, client.ExecOptions{Shell: j.spec.ReadyCmd, User: meta.User, Cwd: meta.Workdir},
+			func(l string) { out.WriteString(l + "\n") })
+		if err == nil && code == 0 {
+			j.logf("info", "Template is ready")
+			return nil
+		}
+		if time.Now().After(deadline) {
+			var slog bytes.Buffer
+			b.exec(ctx, client.ExecOptions{Cmd: []string{"tail", "-n", "20", startLog}, User: "root"}, func(l string) { slog.WriteString(l + "\n") })
+			return fmt.Errorf("ready command '%s' did not succeed within %s (last exit %d %v): %s; start command output: %s",
+				j.spec.ReadyCmd, ReadyTimeout, code, err, strings.TrimSpace(out.String()), strings.TrimSpace(slog.String()))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// publish records the built template (store record with its names) and
+// the record's settings.
+func (s *Service) publish(ctx context.Context, id string, meta *Meta, tpl *store.Template) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.records[id]
+	if r == nil {
+		return fmt.Errorf("template %s was deleted during its build: %w", id, errdefs.ErrNotFound)
+	}
+	tpl.Aliases = aliases(r)
+	if r.CPUCount > 0 {
+		tpl.CPUCount = r.CPUCount
+	}
+	if err := s.cfg.Store.PutTemplate(ctx, tpl); err != nil {
+		return err
+	}
+	r.Meta = meta
+	return s.saveLocked(r)
+}
+
+// aliases are the names sandboxes may be created by: name and name:tag.
+func aliases(r *Record) []string {
+	out := append([]string(nil), r.Names...)
+	for _, t := range r.Tags {
+		out = append(out, r.Names[0]+":"+t)
+	}
+	return out
+}
