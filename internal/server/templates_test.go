@@ -1,0 +1,142 @@
+package server
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/forkbox/forkbox/internal/oci"
+	"github.com/forkbox/forkbox/internal/template/build"
+)
+
+// newTemplateEnv is a server whose template build service runs on the fake
+// runtime (route behaviour only: the real pipeline is tested end to end).
+func newTemplateEnv(t *testing.T) *env {
+	dir := t.TempDir()
+	return newEnv(t, func(c *Config) {
+		images, err := oci.New(oci.Options{CacheDir: filepath.Join(dir, "oci")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		up, err := build.NewUploads(filepath.Join(dir, "uploads"), 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Templates, err = build.New(build.Config{
+			Runtime: newFakeRuntime(nil), Store: c.Store, Images: images, Uploads: up, Dir: dir,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func tarGz(t *testing.T, name, body string) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})
+	tw.Write([]byte(body))
+	tw.Close()
+	zw.Close()
+	return buf.Bytes()
+}
+
+func TestTemplateBuildRoutes(t *testing.T) {
+	e := newTemplateEnv(t)
+	var created struct {
+		TemplateID, BuildID string
+		Names, Tags         []string
+	}
+	resp, body := e.call("POST", "/v3/templates", map[string]any{"name": "app:v1", "tags": []string{"latest"}, "cpuCount": 1, "memoryMB": 256})
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("request build: %d %s", resp.StatusCode, body)
+	}
+	json.Unmarshal(body, &created)
+	if created.TemplateID == "" || created.BuildID == "" || created.Names[0] != "app" || strings.Join(created.Tags, ",") != "v1,latest" {
+		t.Fatalf("request build answer: %s", body)
+	}
+	hash := strings.Repeat("ab", 32)
+	resp, body = e.call("GET", "/templates/"+created.TemplateID+"/files/"+hash, nil)
+	var link struct {
+		Present bool
+		URL     string
+		Headers map[string]string
+	}
+	json.Unmarshal(body, &link)
+	if resp.StatusCode != http.StatusCreated || link.Present || !strings.HasSuffix(link.URL, "/templates/"+created.TemplateID+"/files/"+hash) {
+		t.Fatalf("file link: %d %s", resp.StatusCode, body)
+	}
+	if resp, body = e.call("PUT", "/templates/"+created.TemplateID+"/files/"+hash, string(tarGz(t, "../escape", "x"))); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("escaping upload: %d %s, want 400", resp.StatusCode, body)
+	}
+	if resp, body = e.call("PUT", "/templates/"+created.TemplateID+"/files/"+hash, string(tarGz(t, "a.txt", "hello"))); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("upload: %d %s", resp.StatusCode, body)
+	}
+	if _, body = e.call("GET", "/templates/"+created.TemplateID+"/files/"+hash, nil); !strings.Contains(string(body), `"present":true`) {
+		t.Fatalf("file link after upload: %s", body)
+	}
+	bpath := "/v2/templates/" + created.TemplateID + "/builds/" + created.BuildID
+	if resp, body = e.call("POST", bpath, map[string]any{"fromImage": "x", "fromImageRegistry": map[string]any{"type": "aws"}}); resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "aws") {
+		t.Fatalf("aws registry: %d %s, want 400", resp.StatusCode, body)
+	}
+	if resp, body = e.call("POST", bpath, map[string]any{"fromTemplate": "no-such-template", "steps": []any{}}); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("start build: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ = e.call("POST", bpath, map[string]any{"fromTemplate": "no-such-template"}); resp.StatusCode != http.StatusConflict {
+		t.Fatalf("second start of one build: %d, want 409", resp.StatusCode)
+	}
+	var st struct {
+		Status     string
+		LogEntries []build.LogEntry
+		Reason     *build.Reason
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, body = e.call("GET", "/templates/"+created.TemplateID+"/builds/"+created.BuildID+"/status?logsOffset=0", nil)
+		json.Unmarshal(body, &st)
+		if st.Status == build.StatusError || time.Now().After(deadline) {
+			break
+		}
+	}
+	if st.Status != build.StatusError || st.Reason == nil || st.Reason.Step != "base" || !strings.Contains(st.Reason.Message, "no-such-template") {
+		t.Fatalf("status of a build from an unknown template: %s", body)
+	}
+	_, body = e.call("GET", "/templates/"+created.TemplateID+"/builds/"+created.BuildID+"/status?logsOffset=1000", nil)
+	if !strings.Contains(string(body), `"logEntries":[]`) {
+		t.Fatalf("status past the end of the logs: %s", body)
+	}
+	for _, tc := range []struct {
+		path string
+		want int
+	}{
+		{"/templates/aliases/app", 200},
+		{"/templates/aliases/nope", 404},
+		{"/templates/aliases/base", 200},
+		{"/templates/" + created.TemplateID, 200},
+		{"/templates/" + created.TemplateID + "/tags", 200},
+		{"/templates", 200},
+		{"/v2/templates", 200},
+	} {
+		if resp, body := e.call("GET", tc.path, nil); resp.StatusCode != tc.want {
+			t.Errorf("GET %s: %d %s, want %d", tc.path, resp.StatusCode, body, tc.want)
+		}
+	}
+	if resp, body = e.call("POST", "/v3/templates", map[string]any{"name": "base"}); resp.StatusCode != http.StatusConflict {
+		t.Errorf("name of a built-in template: %d %s, want 409", resp.StatusCode, body)
+	}
+	if resp, body = e.call("POST", "/v3/templates", map[string]any{"name": strings.Repeat("n", 129)}); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("name of 129 characters: %d %s, want 400", resp.StatusCode, body)
+	}
+	if resp, body = e.call("DELETE", "/templates/app", nil); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ = e.call("GET", "/templates/aliases/app", nil); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("alias after delete: %d, want 404", resp.StatusCode)
+	}
+}
