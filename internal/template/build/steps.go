@@ -210,8 +210,18 @@ func lookupUser(rootfs, user string) (account, bool) {
 	return account{}, false
 }
 
+// classed is an error whose message is exactly msg (E2B's words, which
+// SDK users match on) and whose class is class.
+type classed struct {
+	msg   string
+	class error
+}
+
+func (e *classed) Error() string { return e.msg }
+func (e *classed) Unwrap() error { return e.class }
+
 func invalidUser(cmd, user string) error {
-	return fmt.Errorf("failed to run command '%s': command failed: unauthenticated: invalid username: '%s': %w", cmd, user, errdefs.ErrInvalidArgument)
+	return &classed{fmt.Sprintf("failed to run command '%s': command failed: unauthenticated: invalid username: '%s'", cmd, user), errdefs.ErrInvalidArgument}
 }
 
 // runScript runs in the build sandbox as root: the layer at /mnt/$1 gets
@@ -221,7 +231,7 @@ const runScript = `R="/mnt/$1"; U="$2"; WD="$3"; CMD="$4"
 m=""
 if [ -d "$R/proc" ] && mount -t proc proc "$R/proc"; then m="$R/proc"; fi
 if [ -d "$R/dev" ] && mount --rbind /dev "$R/dev"; then m="$m $R/dev"; fi
-chroot "$R" /bin/sh -c 'mkdir -p "$1"' sh "$WD"
+[ -d "$R$WD" ] || chroot "$R" /bin/sh -c 'mkdir -p "$1" && chown "$2" "$1"' sh "$WD" "$U"
 SH=/bin/bash; [ -x "$R/bin/bash" ] || SH=/bin/sh
 chroot --userspec="$U" "$R" /bin/sh -c 'cd "$1" || exit 1; exec "$2" -l -c "$3"' sh "$WD" "$SH" "$CMD"
 rc=$?
