@@ -1,0 +1,104 @@
+package e2e
+
+import (
+	"archive/tar"
+	"bytes"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// busyboxApplets are linked to /bin/busybox in the test image.
+var busyboxApplets = []string{"sh", "ls", "cat", "echo", "id", "mkdir", "chown", "nohup", "tail", "whoami", "env", "sleep", "touch", "rm", "pwd", "test", "["}
+
+// tarLayer is a layer of the given entries (name → content; a name ending
+// in "->target" is a symlink).
+func tarLayer(t *testing.T, files map[string][]byte, links map[string]string) v1.Layer {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for n, b := range files {
+		mode := int64(0o644)
+		if strings.HasPrefix(n, "bin/") {
+			mode = 0o755
+		}
+		tw.WriteHeader(&tar.Header{Name: n, Mode: mode, Size: int64(len(b)), Typeflag: tar.TypeReg})
+		tw.Write(b)
+	}
+	for n, target := range links {
+		tw.WriteHeader(&tar.Header{Name: n, Linkname: target, Mode: 0o777, Typeflag: tar.TypeSymlink})
+	}
+	tw.Close()
+	data := buf.Bytes()
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// pushBusybox pushes a static busybox image with no bash and no user
+// `user` to host as fbx/busybox:1: two layers, the second whiting out a
+// file of the first.
+func pushBusybox(t *testing.T, host string) {
+	t.Helper()
+	bb, err := os.ReadFile("/bin/busybox")
+	if err != nil {
+		t.Fatalf("e2e: static busybox (apt-get install busybox-static): %v", err)
+	}
+	links := map[string]string{}
+	for _, a := range busyboxApplets {
+		links["bin/"+a] = "busybox"
+	}
+	l1 := tarLayer(t, map[string][]byte{
+		"bin/busybox": bb, "etc/passwd": []byte("root:x:0:0:root:/root:/bin/sh\n"),
+		"etc/group": []byte("root:x:0:\n"), "etc/gone": []byte("whited out\n"), "tmp/.keep": nil, "root/.keep": nil,
+		"proc/.keep": nil, "dev/.keep": nil,
+	}, links)
+	l2 := tarLayer(t, map[string][]byte{"etc/.wh.gone": nil, "etc/motd": []byte("layer two\n")}, nil)
+	img, err := mutate.AppendLayers(empty.Image, l1, l2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err = mutate.Config(img, v1.Config{Env: []string{"PATH=/bin", "IMAGE_ENV=from-config"}, Cmd: []string{"sh"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(host+"/fbx/busybox:1", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatalf("push %s: %v", ref, err)
+	}
+}
+
+// TestTemplateRegistry builds templates from an image in a registry the
+// test starts on loopback, reached as docker.io/... through
+// --registry-mirror, with the unmodified npm SDK (js/templates_registry.mjs).
+func TestTemplateRegistry(t *testing.T) {
+	dir := jsDir(t)
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(reg.Close)
+	host := strings.TrimPrefix(reg.URL, "http://")
+	pushBusybox(t, host)
+	d := startDaemon(t, "--registry-mirror", "docker.io="+reg.URL)
+	env := append(clientEnv(d), "FBX_IMAGE=docker.io/fbx/busybox:1")
+	runNode(t, dir, env, "--test", "--test-concurrency=1", "--test-reporter=spec", filepath.Join(dir, "templates_registry.mjs"))
+	if ids := d.SandboxIDs(); len(ids) > 0 {
+		t.Errorf("e2e: left sandboxes behind: %v", ids)
+		d.KillAll()
+	}
+}
