@@ -48,6 +48,9 @@ func startBox(ctx context.Context, rt runtime.Runtime, spec runtime.Spec, init m
 			return rt.Dial(ctx, b.id, agentPort)
 		},
 		DisableCompression: true,
+		// No idle connection may be captured in a template's image: the
+		// restored network stack would still believe in it.
+		DisableKeepAlives: true,
 	}}
 	base := fmt.Sprintf("http://%s:%d", b.id, agentPort)
 	b.conn = client.New(base, "", client.WithHTTPClient(b.hc)).Conn(b.id, "")
