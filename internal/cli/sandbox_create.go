@@ -15,6 +15,7 @@ func (a *app) sandboxCreateCmd() *cobra.Command {
 		metadata  []string
 		envs      []string
 		autoResum bool
+		image     string
 	)
 	cmd := &cobra.Command{
 		Use:   "create",
@@ -23,7 +24,8 @@ func (a *app) sandboxCreateCmd() *cobra.Command {
 a sandbox created from a snapshot continues from exactly that state.`,
 		Example: `  forkbox sandbox create
   forkbox sandbox create --template snap0042 --timeout 600 --metadata owner=me --env DEBUG=1
-  forkbox sandbox create --auto-pause --secure --json`,
+  forkbox sandbox create --auto-pause --secure --json
+  forkbox sandbox create --image docker.io/library/debian:bookworm`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
@@ -35,6 +37,13 @@ a sandbox created from a snapshot continues from exactly that state.`,
 			}
 			o.Timeout = time.Duration(timeout) * time.Second
 			o.AutoResume = autoResum
+			if image != "" {
+				// Cold start from an image: a template of it is built (pulled and
+				// cached once) and the sandbox starts from that (sandbox_image.go).
+				if o.TemplateID, err = a.imageTemplate(cmd, image); err != nil {
+					return err
+				}
+			}
 			sb, err := a.client().CreateSandbox(cmd.Context(), o)
 			if err != nil {
 				return err
@@ -53,6 +62,7 @@ a sandbox created from a snapshot continues from exactly that state.`,
 	f.BoolVar(&o.AutoPause, "auto-pause", false, "pause instead of kill when the timeout expires")
 	f.BoolVar(&autoResum, "auto-resume", false, "resume automatically when traffic arrives while paused")
 	f.BoolVar(&o.Secure, "secure", false, "require the sandbox access token on the data plane")
+	f.StringVar(&image, "image", "", "start from this OCI image (pulled and made a template once), not a template")
 	f.IntVar(&o.CPUCount, "cpu", 0, "number of vCPUs (0: server default)")
 	f.IntVar(&o.MemoryMB, "memory", 0, "memory in MiB (0: server default)")
 	return cmd
