@@ -13,9 +13,9 @@ var TemplateBuildFunc func(cmd *cobra.Command, args []string) error
 
 func (a *app) templateCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:     "template",
-		Short:   "Manage the templates sandboxes start from",
-		Long:    "Manage the templates sandboxes start from. Templates are built on the daemon's host.",
+		Use:   "template",
+		Short: "Manage the templates sandboxes start from",
+		Long:  "Manage the templates sandboxes start from. Templates are built on the daemon's host.",
 		Example: `  forkbox template build
   forkbox template build myapp:v1 -f Dockerfile
   forkbox template build web --image docker.io/library/nginx:latest

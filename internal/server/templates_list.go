@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/forkbox/forkbox/internal/store"
 	"github.com/forkbox/forkbox/internal/template/build"
 )
 
@@ -49,7 +48,7 @@ func nonNil(s []string) []string {
 }
 
 // builtinJSON renders a template forkbox ships (base, code interpreter).
-func builtinJSON(t *store.Template) templateJSON {
+func builtinJSON(t *build.BuiltinInfo) templateJSON {
 	return templateJSON{
 		TemplateID: t.ID, BuildID: t.Version, BuildStatus: build.StatusReady, BuildCount: 1,
 		CPUCount: t.CPUCount, MemoryMB: t.MemoryMB, DiskSizeMB: t.DiskSizeMB, EnvdVersion: "0.6.4",

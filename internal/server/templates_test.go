@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/internal/oci"
+	"github.com/forkbox/forkbox/internal/runtime/fake"
+	"github.com/forkbox/forkbox/internal/store"
 	"github.com/forkbox/forkbox/internal/template/build"
 )
 
@@ -29,7 +31,7 @@ func newTemplateEnv(t *testing.T) *env {
 			t.Fatal(err)
 		}
 		c.Templates, err = build.New(build.Config{
-			Runtime: newFakeRuntime(nil), Store: c.Store, Images: images, Uploads: up, Dir: dir,
+			Runtime: fake.New(), Store: c.Keys.(*store.Store), Images: images, Uploads: up, Dir: dir,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -374,9 +374,22 @@ func cloneRecord(r *Record) *Record {
 	return &c
 }
 
-// Builtin returns a template forkbox ships (or one whose record is gone),
-// by id or alias; snapshots are ErrNotFound.
-func (s *Service) Builtin(ctx context.Context, idOrAlias string) (*store.Template, error) {
+// BuiltinInfo describes a template forkbox ships (base, code interpreter).
+type BuiltinInfo struct {
+	ID                             string
+	Aliases                        []string
+	CPUCount, MemoryMB, DiskSizeMB int
+	Version                        string
+	CreatedAt                      time.Time
+}
+
+func builtinInfo(t *store.Template) *BuiltinInfo {
+	return &BuiltinInfo{ID: t.ID, Aliases: t.Aliases, CPUCount: t.CPUCount, MemoryMB: t.MemoryMB, DiskSizeMB: t.DiskSizeMB, Version: t.Version, CreatedAt: t.CreatedAt}
+}
+
+// Builtin returns a template forkbox ships, by id or alias; snapshots and
+// unknown names are ErrNotFound.
+func (s *Service) Builtin(ctx context.Context, idOrAlias string) (*BuiltinInfo, error) {
 	t, err := s.cfg.Store.GetTemplate(ctx, idOrAlias)
 	if err != nil {
 		return nil, err
@@ -384,22 +397,22 @@ func (s *Service) Builtin(ctx context.Context, idOrAlias string) (*store.Templat
 	if t.Kind != store.KindTemplate {
 		return nil, fmt.Errorf("%s is a snapshot: %w", idOrAlias, errdefs.ErrNotFound)
 	}
-	return t, nil
+	return builtinInfo(t), nil
 }
 
 // Builtins lists the templates forkbox ships: stored templates that are
 // not user-built.
-func (s *Service) Builtins(ctx context.Context) ([]*store.Template, error) {
+func (s *Service) Builtins(ctx context.Context) ([]*BuiltinInfo, error) {
 	all, err := s.cfg.Store.ListTemplates(ctx, store.KindTemplate)
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []*store.Template
+	var out []*BuiltinInfo
 	for _, t := range all {
 		if _, mine := s.records[t.ID]; !mine {
-			out = append(out, t)
+			out = append(out, builtinInfo(t))
 		}
 	}
 	return out, nil
