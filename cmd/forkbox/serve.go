@@ -28,6 +28,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 	poolSize, _ := f.GetInt("pool-size")
 	standby, _ := f.GetInt("standby")
 	cloneConc, _ := f.GetInt("clone-concurrency")
+	maxSandboxes, _ := f.GetInt("max-sandboxes")
 	hugePages, _ := f.GetBool("host-hugepages")
 	eg, err := egressOptions(f)
 	if err != nil {
@@ -40,6 +41,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		Domain: str("domain"), RunscPath: str("runsc"), AgentPath: str("agent"),
 		TLSListen: str("tls-listen"), TLSCert: str("tls-cert"), TLSKey: str("tls-key"),
 		SweepInterval: sweep, DefaultTimeout: timeout, NetworkIndex: netIndex, PoolSize: poolSize, Standby: standby, CloneConcurrency: cloneConc,
+		MaxSandboxes:  maxSandboxes,
 		HostHugePages: hugePages, Egress: eg, RegistryMirrors: mirrors, InsecureRegistries: insecure,
 		Logger: log, Out: cmd.ErrOrStderr(),
 	})

@@ -49,6 +49,8 @@ SIGTERM; paused sandboxes and snapshots survive restarts in --data-dir.`,
 	f.Bool("host-hugepages", true, "set the host's transparent huge page settings so gVisor backs sandbox memory with huge pages "+
 		"(shmem_enabled never→advise, defrag madvise→defer): restores of big sandboxes ~2× faster, ~7 MiB more per idle sandbox")
 	f.Int("pool-size", 2, "sandboxes per built-in template kept restored ahead of time, so a create is a hand-over (0: none)")
+	f.Int("max-sandboxes", 0, "sandboxes running at once; more creates, resumes, forks and clones answer 429 "+
+		"(0: from host memory, (MemTotal − 2 GiB) / 128 MiB, at most 200)")
 	f.Int("network-index", 0, "give this daemon its own sandbox subnet 10.(201+N).0.0/16 (for several daemons on one host)")
 	f.StringSlice("egress-open", nil, "forbidden range (private, link-local…) sandbox egress rules may allow, as a CIDR; repeatable")
 	f.String("egress-dns", "", "DNS server (host:port) the egress proxy resolves allowOut host names with (default: the host's resolver)")

@@ -41,6 +41,9 @@ type Options struct {
 	// PoolSize sandboxes per built-in template are kept restored ahead of
 	// time so creates are a hand-over (0: none).
 	PoolSize int
+	// MaxSandboxes caps the sandboxes running at once (0: from host
+	// memory, see quota.go).
+	MaxSandboxes int
 	// CloneConcurrency bounds the parallel restores of one clone (0: the
 	// manager's default).
 	CloneConcurrency int
@@ -108,7 +111,8 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer closeRuntime(context.WithoutCancel(ctx))
-	mgr, err := newManager(ctx, o, rt, st, tpls)
+	met := newMetrics()
+	mgr, err := newManager(ctx, o, rt, st, tpls, met)
 	if err != nil {
 		return err
 	}
@@ -116,7 +120,8 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{Manager: mgr, Keys: st, Logger: log, Domain: o.Domain, Templates: builds})
+	met.watch(mgr, rt)
+	srv, err := server.New(server.Config{Manager: mgr, Keys: st, Logger: log, Domain: o.Domain, Templates: builds, Metrics: met.handler()})
 	if err != nil {
 		return err
 	}
@@ -125,13 +130,13 @@ func Run(ctx context.Context, o Options) error {
 
 // newManager builds the sandbox Manager with its event log, recovers what a
 // previous daemon left and warms the built-in templates.
-func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.Store, tpls []*store.Template) (*sandbox.Manager, error) {
+func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.Store, tpls []*store.Template, obs sandbox.Observer) (*sandbox.Manager, error) {
 	events, err := eventlog.Open(filepath.Join(o.DataDir, "events"), 0)
 	if err != nil {
 		return nil, err
 	}
 	mgr, err := sandbox.New(sandbox.Config{
-		Runtime: rt, Store: st, Logger: o.Logger, Events: events,
+		Runtime: rt, Store: st, Logger: o.Logger, Events: events, Observer: obs, MaxSandboxes: o.MaxSandboxes,
 		DefaultTimeout: o.DefaultTimeout, SweepInterval: o.SweepInterval,
 		AgentArgs: []string{template.AgentInRootFS}, ClientID: hostname(),
 		ImageDir: filepath.Join(o.DataDir, "images"),
@@ -168,13 +173,16 @@ func fillOptions(o *Options) error {
 	if o.NetworkIndex < 0 || o.NetworkIndex > 50 {
 		return fmt.Errorf("network index %d out of 0..50", o.NetworkIndex)
 	}
+	var err error
+	if o.MaxSandboxes, err = maxSandboxes(o.MaxSandboxes); err != nil {
+		return err
+	}
 	if o.TemplateDir == "" {
 		o.TemplateDir = filepath.Join(o.DataDir, "templates")
 	}
 	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
 		return err
 	}
-	var err error
 	if o.RunscPath, err = FindBinary(o.RunscPath, "runsc"); err != nil {
 		return err
 	}
@@ -193,7 +201,7 @@ func serve(ctx context.Context, o Options, lns *listeners, h http.Handler, mgr *
 	lns.tls.start(o, h, errc)
 	printBanner(o.Out, lns.plain.Addr(), key)
 	lns.tls.printBanner(o.Out, o.Domain)
-	o.Logger.Info("forkbox serving", "addr", lns.plain.Addr().String(), "data", o.DataDir, "pid", os.Getpid())
+	o.Logger.Info("forkbox serving", "addr", lns.plain.Addr().String(), "data", o.DataDir, "pid", os.Getpid(), "max_sandboxes", o.MaxSandboxes)
 	if o.Ready != nil {
 		o.Ready(lns.plain.Addr())
 	}

@@ -120,6 +120,9 @@ func (m *Manager) tryClaim(ctx context.Context, id string, to State, from ...Sta
 	if !slices.Contains(from, prev) {
 		return nil, prev, fmt.Errorf("sandbox %s is %s: %w", id, prev.Public(), errdefs.ErrConflict)
 	}
+	if err := m.admitClaimLocked(prev, to); err != nil {
+		return nil, prev, err
+	}
 	mustTransition(prev, to)
 	e.state, e.from = to, prev
 	if err := m.persistLocked(ctx, e); err != nil {
@@ -161,6 +164,9 @@ func (m *Manager) register(ctx context.Context, rec store.Sandbox) (*op, error) 
 	defer m.mu.Unlock()
 	if _, dup := m.boxes[rec.ID]; dup {
 		return nil, fmt.Errorf("sandbox %s: %w", rec.ID, errdefs.ErrAlreadyExists)
+	}
+	if err := m.admitLocked(1); err != nil {
+		return nil, err
 	}
 	e := &entry{rec: rec, state: StateCreating, done: make(chan struct{})}
 	if err := m.persistLocked(ctx, e); err != nil {

@@ -41,9 +41,13 @@ type CloneResult struct {
 // source's files, memory, metadata and auto-resume, not its auto-pause. The
 // generated snapshot is temporary: it goes when the source and every copy
 // are gone.
-func (m *Manager) Clone(ctx context.Context, id string, o CloneOptions) (*CloneResult, error) {
+func (m *Manager) Clone(ctx context.Context, id string, o CloneOptions) (_ *CloneResult, err error) {
+	defer func(start time.Time) { m.observe(OpClone, start, err) }(m.now())
 	if o.Count < 1 || o.Count > m.cfg.MaxClones {
 		return nil, fmt.Errorf("count must be between 1 and %d: %w", m.cfg.MaxClones, errdefs.ErrInvalidArgument)
+	}
+	if err := m.admit(o.Count); err != nil {
+		return nil, err // all of them or none, before the snapshot
 	}
 	src, err := m.Get(ctx, id)
 	if err != nil {

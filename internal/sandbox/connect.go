@@ -65,7 +65,8 @@ func (m *Manager) Resume(ctx context.Context, id string, timeout time.Duration) 
 
 // resume restores a paused sandbox claimed by o from its image; on failure
 // it stays paused with its image.
-func (m *Manager) resume(ctx context.Context, o *op, ttl time.Duration) (*Sandbox, error) {
+func (m *Manager) resume(ctx context.Context, o *op, ttl time.Duration) (_ *Sandbox, err error) {
+	defer func(start time.Time) { m.observe(OpResume, start, err) }(m.now())
 	ctx = context.WithoutCancel(ctx)
 	rec := o.e.rec
 	ref := images.Pause(rec.ID)

@@ -39,7 +39,8 @@ type CreateRequest struct {
 
 // Create starts a new sandbox from a template and returns it running, its
 // agent initialised. On failure nothing is left behind.
-func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, error) {
+func (m *Manager) Create(ctx context.Context, req CreateRequest) (_ *Sandbox, err error) {
+	defer func(start time.Time) { m.observe(OpCreate, start, err) }(m.now())
 	if req.TemplateID == "" {
 		return nil, fmt.Errorf("templateID is required: %w", errdefs.ErrInvalidArgument)
 	}
@@ -50,6 +51,9 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 	tpl, err := m.st.GetTemplate(ctx, req.TemplateID)
 	if err != nil {
 		return nil, err
+	}
+	if err := m.admit(1); err != nil {
+		return nil, err // before a pooled sandbox is taken
 	}
 	rec := m.newRecord(req, tpl, ttl)
 	if err := m.recordNetwork(&rec, req, tpl); err != nil {

@@ -59,10 +59,12 @@ func (m *Manager) sweep(ctx context.Context, wg *sync.WaitGroup) {
 			defer func() { <-m.evictSem }()
 			m.log.Info("sandbox expired", "sandbox", x.id, "action", to)
 			if to == StatePausing {
-				m.finishPause(context.WithoutCancel(ctx), o)
+				m.finishPauseObserved(context.WithoutCancel(ctx), o, OpEvict)
 				return
 			}
+			start := m.now()
 			m.destroy(ctx, o)
+			m.observe(OpEvict, start, m.endedIn(x.id, StateKilled))
 		}()
 	}
 }

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +15,8 @@ import (
 // operation holds waits for that operation to finish first, so a kill racing
 // an eviction gets a clean answer: the sandbox is gone either way, and a
 // second kill of the same sandbox reports ErrNotFound.
-func (m *Manager) Kill(ctx context.Context, id string) error {
+func (m *Manager) Kill(ctx context.Context, id string) (err error) {
+	defer func(start time.Time) { m.observe(OpKill, start, err) }(m.now())
 	for {
 		o, err := m.claim(ctx, id, StateKilling, StateRunning, StatePaused)
 		if err == nil {

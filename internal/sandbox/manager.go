@@ -61,6 +61,10 @@ type Config struct {
 	CloneConcurrency int
 	// MaxClones caps count of one fork/clone (the per-host quota).
 	MaxClones int
+	// Observer, if set, hears of every operation as it ends (observer.go).
+	Observer Observer
+	// MaxSandboxes caps the sandboxes running at once (quota.go); 0: no cap.
+	MaxSandboxes int
 	// PoolSize sandboxes of each of PoolTemplates are kept restored ahead
 	// of time, so creating one is a hand-over (0: no pool).
 	PoolSize      int

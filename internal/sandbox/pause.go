@@ -27,7 +27,7 @@ func (m *Manager) Pause(ctx context.Context, id string) error {
 	case err != nil:
 		return err
 	}
-	go m.finishPause(context.WithoutCancel(ctx), o)
+	go m.finishPauseObserved(context.WithoutCancel(ctx), o, OpPause)
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"fmt"
@@ -17,7 +19,8 @@ import (
 // waited for. On failure a running sandbox keeps running and a paused one
 // stays paused with its pause image — unless the restored state did not
 // answer, when the old state is gone and the sandbox is killed.
-func (m *Manager) Rollback(ctx context.Context, id, snapshotID string) (*Sandbox, error) {
+func (m *Manager) Rollback(ctx context.Context, id, snapshotID string) (_ *Sandbox, err error) {
+	defer func(start time.Time) { m.observe(OpRollback, start, err) }(m.now())
 	snap, err := m.rollbackTarget(ctx, id, snapshotID)
 	if err != nil {
 		return nil, err

@@ -29,7 +29,8 @@ type SnapshotOptions struct {
 // can start from. A running sandbox is frozen only while its memory is
 // written and keeps running; a paused one stays paused (its pause image is
 // shared, not copied).
-func (m *Manager) Snapshot(ctx context.Context, id string, opts SnapshotOptions) (*Snapshot, error) {
+func (m *Manager) Snapshot(ctx context.Context, id string, opts SnapshotOptions) (_ *Snapshot, err error) {
+	defer func(start time.Time) { m.observe(OpSnapshot, start, err) }(m.now())
 	tpl, _, err := m.snapshot(ctx, id, opts)
 	if err != nil {
 		return nil, err

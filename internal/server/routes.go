@@ -44,6 +44,8 @@ func (s *Server) routes() *http.ServeMux {
 		// Egress rules (network.go).
 		{"PUT /sandboxes/{id}/network", s.updateNetwork},
 
+		{"GET /metrics", s.serveMetrics},
+
 		{"/", s.notFound},
 	} {
 		mux.HandleFunc(rt.pattern, rt.h)
@@ -55,6 +57,15 @@ func (s *Server) routes() *http.ServeMux {
 // health answers the liveness probe; it needs no API key.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// serveMetrics answers a Prometheus scrape (Config.Metrics).
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Metrics == nil {
+		s.notFound(w, r)
+		return
+	}
+	s.cfg.Metrics.ServeHTTP(w, r)
 }
 
 // notImplemented answers routes whose operation forkbox does not have yet.

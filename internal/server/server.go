@@ -58,6 +58,9 @@ type Config struct {
 	// Templates builds user templates (E2B's template build API); nil
 	// answers those routes 501.
 	Templates *build.Service
+	// Metrics, if set, serves GET /metrics (the daemon's Prometheus
+	// registry) behind the control API's key check.
+	Metrics http.Handler
 }
 
 // Server serves the control API and the data plane on one handler.

@@ -1,0 +1,67 @@
+package daemon
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Default concurrent-sandbox limit (--max-sandboxes 0):
+//
+//	min(maxSandboxesCap, max(1, (MemTotal − hostReserveMiB) / perSandboxMiB))
+//
+// perSandboxMiB is about three idle base sandboxes' host memory (35–45 MiB
+// each in docs/benchmarks.md), so each has room to work before the host
+// runs short; hostReserveMiB is kept for the daemon, runsc's page cache
+// and the host itself. The cap stays below the 254 network slots of a
+// daemon's /16, which pool and standby sandboxes share.
+const (
+	perSandboxMiB   = 128
+	hostReserveMiB  = 2048
+	maxSandboxesCap = 200
+)
+
+// defaultMaxSandboxes applies the formula to the host's MemTotal.
+func defaultMaxSandboxes(memTotalMiB int64) int {
+	n := (memTotalMiB - hostReserveMiB) / perSandboxMiB
+	return int(min(maxSandboxesCap, max(1, n)))
+}
+
+// memTotalMiB reads MemTotal from /proc/meminfo.
+func memTotalMiB() (int64, error) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
+			var kib int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kib); err != nil {
+				return 0, fmt.Errorf("meminfo MemTotal %q: %w", rest, err)
+			}
+			return kib / 1024, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("meminfo has no MemTotal")
+}
+
+// maxSandboxes resolves --max-sandboxes: n > 0 as given, 0 from host memory.
+func maxSandboxes(n int) (int, error) {
+	if n < 0 {
+		return 0, fmt.Errorf("--max-sandboxes %d: must be 0 (from host memory) or more", n)
+	}
+	if n > 0 {
+		return n, nil
+	}
+	mem, err := memTotalMiB()
+	if err != nil {
+		return 0, fmt.Errorf("--max-sandboxes default: %w", err)
+	}
+	return defaultMaxSandboxes(mem), nil
+}
