@@ -228,12 +228,17 @@ func invalidUser(cmd, user string) error {
 // /proc and /dev, and the step's command runs chrooted into it as user
 // $2 (uid:gid) in directory $3 with bash -l -c, as E2B runs steps.
 const runScript = `R="/mnt/$1"; U="$2"; WD="$3"; CMD="$4"
+# $PATH is the image's, for the step; this script's tools are the build
+# sandbox's own.
+IPATH="${PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}"
+PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+CH=$(command -v chroot)
 m=""
 if [ -d "$R/proc" ] && mount -t proc proc "$R/proc"; then m="$R/proc"; fi
 if [ -d "$R/dev" ] && mount --rbind /dev "$R/dev"; then m="$m $R/dev"; fi
-[ -d "$R$WD" ] || chroot "$R" /bin/sh -c 'mkdir -p "$1" && chown "$2" "$1"' sh "$WD" "$U"
+[ -d "$R$WD" ] || PATH="$IPATH" "$CH" "$R" /bin/sh -c 'mkdir -p "$1" && chown "$2" "$1"' sh "$WD" "$U"
 SH=/bin/bash; [ -x "$R/bin/bash" ] || SH=/bin/sh
-chroot --userspec="$U" "$R" /bin/sh -c 'cd "$1" || exit 1; exec "$2" -l -c "$3"' sh "$WD" "$SH" "$CMD"
+PATH="$IPATH" "$CH" --userspec="$U" "$R" /bin/sh -c 'cd "$1" || exit 1; exec "$2" -l -c "$3"' sh "$WD" "$SH" "$CMD"
 rc=$?
 for d in $m; do umount -l "$d"; done
 exit $rc`
