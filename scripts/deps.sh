@@ -25,6 +25,9 @@ if [ "$mode" = test ]; then
 	/usr/bin/python3 -c 'import ipykernel, matplotlib, pandas, numpy' 2>/dev/null ||
 		need+=(python3-ipykernel python3-matplotlib python3-pandas python3-numpy)
 	command -v pgrep >/dev/null || need+=(procps)
+# npm's ijavascript (the JavaScript kernel) builds npm's zeromq module against
+# Debian's libzmq here (its own build would download libzmq from GitHub).
+command -v ijskernel >/dev/null || need+=(libzmq3-dev g++ make)
 	command -v systemd-analyze >/dev/null || need+=(systemd)
 	# internal/oci builds a static busybox image (no libc, no bash) for its tests.
 	dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
@@ -35,6 +38,10 @@ if [ ${#need[@]} -gt 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+if ! command -v ijskernel >/dev/null; then
+	echo ">> npm install -g ijavascript (the code interpreter's JavaScript kernel)"
+	npm_config_zmq_external=true npm install -g --no-audit --no-fund --loglevel=error ijavascript
 fi
 command -v go >/dev/null || { echo "deps: Go is required (https://go.dev/dl) — not found on PATH" >&2; exit 1; }
 [ "$mode" = test ] || exit 0

@@ -11,8 +11,9 @@ import (
 )
 
 const (
-	langPython = "python"
-	langBash   = "bash"
+	langPython     = "python"
+	langJavaScript = "javascript"
+	langBash       = "bash"
 )
 
 // errUnsupportedLanguage is returned for languages with no kernel here.
@@ -30,10 +31,12 @@ func normalizeLanguage(lang string) (string, error) {
 	switch strings.ToLower(strings.TrimSpace(lang)) {
 	case "", "python", "python3", "py":
 		return langPython, nil
+	case "js", "javascript", "node":
+		return langJavaScript, nil
 	case "bash", "sh", "shell":
 		return langBash, nil
 	default:
-		return "", fmt.Errorf("%w %q (supported: python, bash)", errUnsupportedLanguage, lang)
+		return "", fmt.Errorf("%w %q (supported: python, javascript (js), bash)", errUnsupportedLanguage, lang)
 	}
 }
 
@@ -114,6 +117,8 @@ func (c *codeContext) startKernel(ctx context.Context) error {
 	switch c.Language {
 	case langBash:
 		k, err = c.srv.startBash(ctx, c.Cwd)
+	case langJavaScript:
+		k, err = c.srv.startJupyter(ctx, javascriptSpec, c.Cwd)
 	default:
 		k, err = c.srv.startJupyter(ctx, pythonSpec, c.Cwd)
 	}

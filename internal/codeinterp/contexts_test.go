@@ -1,6 +1,8 @@
 package codeinterp
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -91,6 +93,13 @@ func TestContextErrors(t *testing.T) {
 		if got := ts.call(tc.method, tc.path, tc.body, nil); got != tc.want {
 			t.Errorf("%s %s %v: %d, want %d", tc.method, tc.path, tc.body, got, tc.want)
 		}
+	}
+	// E2B's server answers 500 here; forkbox says what it supports.
+	resp := ts.do(context.Background(), http.MethodPost, "/execute", map[string]any{"code": "1", "language": "cobol"})
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(b), "supported: python, javascript (js), bash") {
+		t.Errorf("unknown language body %q lacks the supported list", b)
 	}
 }
 

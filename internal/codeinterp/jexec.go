@@ -23,30 +23,40 @@ type executeContent struct {
 }
 
 // execute runs one cell: the context's base environment and the cell's
-// env_vars are applied by silent executions first (they do not count as
-// executions, as in IPython), the cell runs, then the variables the cell
-// set get back the values they had before.
+// env_vars are applied first and the variables the cell set get back the
+// values they had before afterwards. Where the kernel does not count
+// silent executions (IPython) both are silent executions of their own;
+// where it counts every execution (ijavascript), the set-up is prepended
+// to the cell and the restore to the next one, as E2B's server does, so
+// execution counts stay the user's.
 func (k *jupyterKernel) execute(ctx context.Context, req cellRequest, emit func([]byte)) error {
 	if req.silent {
+		if k.spec.countsSilent {
+			return nil // the kernel is warm once it has answered kernel_info
+		}
 		return k.runSilent(ctx, req.Code)
 	}
-	var setup, restore string
+	setup, restore := k.pendingRestore, ""
 	if len(req.BaseEnv) > 0 {
-		setup = k.spec.setEnv(req.BaseEnv) + "\n"
+		setup += k.spec.setEnv(req.BaseEnv) + "\n"
 	}
 	if len(req.EnvVars) > 0 {
 		s, r := k.spec.scopedEnv(req.EnvVars)
-		setup, restore = setup+s, r
+		setup, restore = setup+s+"\n", r+"\n"
 	}
-	if setup != "" {
+	code := req.Code
+	switch {
+	case k.spec.countsSilent:
+		code, k.pendingRestore = setup+code, restore
+	case setup != "":
 		if err := k.runSilent(ctx, setup); err != nil {
 			return err
 		}
 	}
 	// stop_on_error makes ipykernel abort requests that arrive just after a
 	// failed cell; cells run one at a time here, so it only does harm.
-	err := k.run(ctx, executeContent{Code: req.Code, StoreHistory: true}, emit)
-	if restore != "" && k.alive() {
+	err := k.run(ctx, executeContent{Code: code, StoreHistory: true}, emit)
+	if restore != "" && !k.spec.countsSilent && k.alive() {
 		if rerr := k.runSilent(context.WithoutCancel(ctx), restore); rerr != nil && err == nil {
 			err = rerr
 		}
@@ -96,6 +106,10 @@ func (k *jupyterKernel) run(ctx context.Context, content executeContent, emit fu
 		case <-k.p.exited:
 			return k.died()
 		case <-in.done:
+			if k.spec.interruptRestarts {
+				k.close()
+				return &execError{"ContextRestarting", "the " + k.spec.name + " kernel cannot interrupt a cell, so it was restarted; its state is lost"}
+			}
 			in.start()
 		case <-in.repeat:
 			in.resend()

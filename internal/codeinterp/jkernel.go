@@ -102,6 +102,9 @@ type jupyterKernel struct {
 	stop    context.CancelFunc
 	grace   time.Duration
 	stderr  tail
+	// pendingRestore is code that restores the environment of the last
+	// cell, prepended to the next one (kernels with countsSilent).
+	pendingRestore string
 	// restarting is set when the context is restarted under a running
 	// cell, which then reports ContextRestarting as E2B does.
 	restarting atomic.Bool

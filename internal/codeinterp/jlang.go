@@ -42,6 +42,13 @@ type kernelSpec struct {
 	// scopedEnv is code that sets vars and code that gives them back the
 	// values (or absence) they had before.
 	scopedEnv func(vars map[string]string) (setup, restore string)
+	// countsSilent marks kernels that count (and echo) silent executions,
+	// so the server's bookkeeping must ride along with the user's cells.
+	countsSilent bool
+	// interruptRestarts marks kernels whose only interrupt is a restart
+	// (ijavascript restarts its session on SIGINT): an interrupted cell
+	// kills the kernel at once, and the next call starts a fresh one.
+	interruptRestarts bool
 }
 
 // ipykernelLauncher starts ipykernel as ipykernel_launcher does, with jedi
@@ -98,3 +105,29 @@ var pythonSpec = &kernelSpec{
 
 // bashQuote quotes s for a POSIX shell.
 func bashQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// jsEnvSaved is where a JavaScript kernel keeps the variables a cell's
+// env_vars replaced, outside the user's names.
+const jsEnvSaved = "globalThis[Symbol.for('forkbox.env')]"
+
+// javascriptSpec is Node.js via npm's ijavascript (the kernel E2B forks for
+// JavaScript), which speaks ZeroMQ through npm's zeromq module.
+var javascriptSpec = &kernelSpec{
+	name:              langJavaScript,
+	countsSilent:      true, // jp-kernel ignores "silent"
+	interruptRestarts: true,
+	argv: func(s *Server, connFile string) ([]string, error) {
+		return []string{s.cfg.IJavaScript, "--hide-undefined", "--protocol=5.1", connFile}, nil
+	},
+	setEnv: func(vars map[string]string) string {
+		return "Object.assign(process.env, " + string(mustJSON(vars)) + ")"
+	},
+	scopedEnv: func(vars map[string]string) (string, string) {
+		setup := jsEnvSaved + " = Object.fromEntries(" + string(mustJSON(sortedKeys(vars))) +
+			".map((k) => [k, process.env[k]]));\nObject.assign(process.env, " + string(mustJSON(vars)) + ")"
+		restore := "for (const [k, v] of Object.entries(" + jsEnvSaved + " || {})) {\n" +
+			"  if (v === undefined) delete process.env[k]; else process.env[k] = v\n}\n" +
+			"delete " + jsEnvSaved
+		return setup, restore
+	},
+}

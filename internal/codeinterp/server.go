@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os/exec"
 	"sync"
 	"time"
 )
@@ -37,6 +38,9 @@ type Config struct {
 	Python string
 	// Bash is the shell for bash contexts (default "bash").
 	Bash string
+	// IJavaScript is npm's ijavascript kernel for JavaScript contexts
+	// (default "ijskernel").
+	IJavaScript string
 	// WorkDir is the default working directory of new contexts. Empty means
 	// the default user's home directory (/home/user in templates).
 	WorkDir string
@@ -84,6 +88,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.Bash == "" {
 		cfg.Bash = "bash"
+	}
+	if cfg.IJavaScript == "" {
+		cfg.IJavaScript = "ijskernel"
 	}
 	if cfg.InterruptGrace <= 0 {
 		cfg.InterruptGrace = 10 * time.Second
@@ -149,15 +156,24 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 }
 
 // prewarm starts the default Python context and runs one trivial cell in
-// it, so the execution path (not only the interpreter's start) is warm.
+// it, so the execution path (not only the interpreter's start) is warm;
+// then, as E2B's interpreter does, the default JavaScript context when its
+// kernel is installed. Other languages start on first use.
 func (s *Server) prewarm(ctx context.Context) {
 	defer close(s.warm)
-	c, err := s.defaultContext(ctx, langPython)
-	if err == nil {
-		err = c.execute(ctx, cellRequest{Code: "pass", noEnvd: true, silent: true}, "", func([]byte) {})
-	}
-	if err != nil {
-		s.log.Warn("code interpreter: prewarm failed", "err", err)
+	for _, lang := range []string{langPython, langJavaScript} {
+		if lang == langJavaScript {
+			if _, err := exec.LookPath(s.cfg.IJavaScript); err != nil {
+				continue
+			}
+		}
+		c, err := s.defaultContext(ctx, lang)
+		if err == nil {
+			err = c.execute(ctx, cellRequest{Code: "pass", noEnvd: true, silent: true}, "", func([]byte) {})
+		}
+		if err != nil {
+			s.log.Warn("code interpreter: prewarm failed", "language", lang, "err", err)
+		}
 	}
 }
 

@@ -22,11 +22,16 @@ const CodeInterpreterID = "code-interpreter-v1"
 // IPython kernel the interpreter runs cells in (Debian's ipykernel, which
 // brings IPython, pyzmq and matplotlib's inline backend) and Python's data
 // libraries.
-var CodeInterpreterPackages = []string{"python3-ipykernel", "python3-matplotlib", "python3-pandas", "python3-numpy"}
+var CodeInterpreterPackages = []string{"python3-ipykernel", "python3-matplotlib", "python3-pandas", "python3-numpy", "nodejs", "npm"}
+
+// CodeInterpreterNPM are installed globally with npm after the packages:
+// ijavascript is the JavaScript kernel (its zeromq module ships a prebuilt
+// binary for Debian's Node.js, so nothing is downloaded from GitHub).
+var CodeInterpreterNPM = []string{"ijavascript@5.2.1"}
 
 // codeInterpreterVersion changes whenever this recipe (or the base it is
 // derived from) changes, so a cached rootfs is rebuilt.
-const codeInterpreterVersion = baseVersion + "+codeinterp-2"
+const codeInterpreterVersion = baseVersion + "+codeinterp-3"
 
 // EnsureCodeInterpreter returns the code-interpreter template, building the
 // base template first if needed, then its own rootfs (a copy of base's with
@@ -85,6 +90,7 @@ func buildCodeInterpreter(ctx context.Context, opts Options, dir string) error {
 	steps := []func() error{
 		func() error { return copyTree(ctx, filepath.Join(opts.TemplateDir, BaseID, "rootfs"), scratch) },
 		func() error { return installPackages(ctx, opts.Progress, start, scratch, CodeInterpreterPackages...) },
+		func() error { return installNPM(ctx, opts.Progress, start, scratch) },
 		func() error { return warmPython(ctx, scratch) },
 		func() error { return cleanApt(ctx, scratch) },
 	}

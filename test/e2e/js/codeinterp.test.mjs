@@ -244,3 +244,24 @@ test('interpreter state survives snapshot → new sandbox, and rollback restores
   assert.equal((await fromSnap.runCode('state')).text, 'v1')
   await Sandbox.deleteSnapshot(snap.snapshotId).catch(() => {})
 })
+
+test('JavaScript: state across calls, envs, errors, cwd of its context; listed by default', async () => {
+  const list = await sbx.listCodeContexts()
+  assert.ok(list.some((c) => c.language === 'javascript'), JSON.stringify(list))
+  const first = await sbx.runCode('const fb = 20\nconsole.log("js out")\nfb * 2 + 2', { language: 'js' })
+  assert.equal(first.text, '42')
+  assert.deepEqual(first.logs.stdout, ['js out\n'])
+  assert.equal((await sbx.runCode('fb + 1', { language: 'javascript' })).text, '21')
+  assert.equal((await sbx.runCode('process.env.FB_JS', { language: 'js', envs: { FB_JS: 'yes' } })).text, 'yes')
+  assert.equal((await sbx.runCode('String(process.env.FB_JS)', { language: 'js' })).text, 'undefined')
+  const err = await sbx.runCode('null.x', { language: 'js' })
+  assert.equal(err.error?.name, 'TypeError')
+  const ctx = await sbx.createCodeContext({ language: 'js', cwd: '/tmp' })
+  assert.equal((await sbx.runCode('process.cwd()', { context: ctx })).text, '/tmp')
+  assert.equal((await sbx.runCode('typeof fb', { context: ctx })).text, 'undefined')
+  await sbx.removeCodeContext(ctx)
+})
+
+test('an unknown language answers 400 (E2B: 500)', async () => {
+  await assert.rejects(sbx.runCode('x', { language: 'cobol' }), (e) => /^400/.test(String(e?.message)))
+})

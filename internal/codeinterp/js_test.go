@@ -1,0 +1,57 @@
+package codeinterp
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestJavaScriptKernel runs cells in npm's ijavascript kernel.
+func TestJavaScriptKernel(t *testing.T) {
+	ts := newTestServer(t)
+	run := func(code string, env map[string]string) execResult {
+		return ts.exec(map[string]any{"code": code, "language": "js", "env_vars": env})
+	}
+	r := run("let x = 20\nconsole.log('hi')\nx * 2 + 2", nil)
+	if got := mustMain(t, r); got != "42" || r.text("stdout") != "hi\n" {
+		t.Errorf("first cell: result %q stdout %q", got, r.text("stdout"))
+	}
+	n1 := r.of("number_of_executions")[0].get("execution_count")
+	if got := mustMain(t, run("x + 1", nil)); got != "21" {
+		t.Errorf("state across calls: x + 1 = %q", got)
+	}
+	r = run("process.env.FB_JS", map[string]string{"FB_JS": "set"})
+	if got := mustMain(t, r); got != "set" {
+		t.Errorf("env var: %q", got)
+	}
+	if got := mustMain(t, run("String(process.env.FB_JS)", nil)); got != "undefined" {
+		t.Errorf("env var after the cell: %q", got)
+	}
+	r = run("throw new TypeError('bad')", nil)
+	if e := r.err(); e == nil || e["name"] != "TypeError" || e["value"] != "bad" || !strings.Contains(str(e["traceback"]), "TypeError") {
+		t.Errorf("error event %v", r.events)
+	}
+	r = run("process.cwd()", nil)
+	if n := r.of("number_of_executions")[0].get("execution_count"); n != n1.(float64)+5 {
+		t.Errorf("execution count %v after %v and four cells", n, n1)
+	}
+}
+
+// An interrupted JavaScript cell (ijavascript cannot interrupt) ends at
+// once with ContextRestarting, and the context works again next call.
+func TestJavaScriptInterrupt(t *testing.T) {
+	ts := newTestServer(t)
+	ts.exec(map[string]any{"code": "var keep = 7", "language": "js"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	start := time.Now()
+	ts.stream(ctx, map[string]any{"code": "while (true) {}", "language": "js"}, func(event) bool { return true })
+	r := ts.exec(map[string]any{"code": "typeof keep", "language": "js"})
+	if got := mustMain(t, r); got != "undefined" {
+		t.Errorf("after the restart typeof keep = %q", got)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("interrupt and the next cell took %v", d)
+	}
+}
