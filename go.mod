@@ -7,6 +7,7 @@ tool gvisor.dev/gvisor/runsc
 require (
 	connectrpc.com/connect v1.19.1
 	github.com/creack/pty v1.1.24
+	github.com/evanw/esbuild v0.28.2
 	github.com/fsnotify/fsnotify v1.9.0
 	github.com/go-zeromq/zmq4 v0.17.0
 	github.com/google/go-containerregistry v0.22.1

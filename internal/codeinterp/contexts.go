@@ -13,6 +13,7 @@ import (
 const (
 	langPython     = "python"
 	langJavaScript = "javascript"
+	langTypeScript = "typescript"
 	langBash       = "bash"
 )
 
@@ -33,10 +34,12 @@ func normalizeLanguage(lang string) (string, error) {
 		return langPython, nil
 	case "js", "javascript", "node":
 		return langJavaScript, nil
+	case "ts", "typescript":
+		return langTypeScript, nil
 	case "bash", "sh", "shell":
 		return langBash, nil
 	default:
-		return "", fmt.Errorf("%w %q (supported: python, javascript (js), bash)", errUnsupportedLanguage, lang)
+		return "", fmt.Errorf("%w %q (supported: python, javascript (js), typescript (ts), bash)", errUnsupportedLanguage, lang)
 	}
 }
 
@@ -119,6 +122,8 @@ func (c *codeContext) startKernel(ctx context.Context) error {
 		k, err = c.srv.startBash(ctx, c.Cwd)
 	case langJavaScript:
 		k, err = c.srv.startJupyter(ctx, javascriptSpec, c.Cwd)
+	case langTypeScript:
+		k, err = c.srv.startJupyter(ctx, typescriptSpec, c.Cwd)
 	default:
 		k, err = c.srv.startJupyter(ctx, pythonSpec, c.Cwd)
 	}

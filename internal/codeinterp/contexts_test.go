@@ -98,7 +98,7 @@ func TestContextErrors(t *testing.T) {
 	resp := ts.do(context.Background(), http.MethodPost, "/execute", map[string]any{"code": "1", "language": "cobol"})
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if !strings.Contains(string(b), "supported: python, javascript (js), bash") {
+	if !strings.Contains(string(b), "supported: python, javascript (js), typescript (ts), bash") {
 		t.Errorf("unknown language body %q lacks the supported list", b)
 	}
 }

@@ -45,6 +45,12 @@ func (k *jupyterKernel) execute(ctx context.Context, req cellRequest, emit func(
 		setup, restore = setup+s+"\n", r+"\n"
 	}
 	code := req.Code
+	if k.spec.transform != nil {
+		var err error
+		if code, err = k.spec.transform(code); err != nil {
+			return err
+		}
+	}
 	switch {
 	case k.spec.countsSilent:
 		code, k.pendingRestore = setup+code, restore

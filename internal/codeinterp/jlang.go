@@ -49,6 +49,8 @@ type kernelSpec struct {
 	// (ijavascript restarts its session on SIGINT): an interrupted cell
 	// kills the kernel at once, and the next call starts a fresh one.
 	interruptRestarts bool
+	// transform, when set, turns a user's cell into the kernel's language.
+	transform func(code string) (string, error)
 }
 
 // ipykernelLauncher starts ipykernel as ipykernel_launcher does, with jedi

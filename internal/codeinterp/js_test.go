@@ -55,3 +55,21 @@ func TestJavaScriptInterrupt(t *testing.T) {
 		t.Errorf("interrupt and the next cell took %v", d)
 	}
 }
+
+// TypeScript cells are transpiled and run in their own JavaScript kernel.
+func TestTypeScript(t *testing.T) {
+	ts := newTestServer(t)
+	run := func(code string) execResult { return ts.exec(map[string]any{"code": code, "language": "ts"}) }
+	if got := mustMain(t, run("interface P { n: number }\nconst p: P = { n: 20 }\nfunction twice(x: number): number { return x * 2 }\ntwice(p.n) + 2")); got != "42" {
+		t.Errorf("first cell = %q", got)
+	}
+	if got := mustMain(t, run("import * as path from 'path'\npath.join('a', String(p.n))")); got != "a/20" {
+		t.Errorf("state and imports = %q", got)
+	}
+	if e := run("const broken: = 1").err(); e == nil || e["name"] != "SyntaxError" {
+		t.Errorf("syntax error: %v", e)
+	}
+	if got := mustMain(t, ts.exec(map[string]any{"code": "typeof p", "language": "js"})); got != "undefined" {
+		t.Errorf("the JavaScript context shares TypeScript's state: typeof p = %q", got)
+	}
+}

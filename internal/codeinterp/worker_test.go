@@ -41,7 +41,7 @@ func TestMarkerScanner(t *testing.T) {
 }
 
 func TestNormalizeLanguage(t *testing.T) {
-	tests := map[string]string{"": "python", "Python": "python", "python3": "python", "bash": "bash", " sh ": "bash", "js": "javascript", "JavaScript": "javascript", "ruby": ""}
+	tests := map[string]string{"": "python", "Python": "python", "python3": "python", "bash": "bash", " sh ": "bash", "js": "javascript", "JavaScript": "javascript", "ts": "typescript", "TypeScript": "typescript", "ruby": ""}
 	for in, want := range tests {
 		got, err := normalizeLanguage(in)
 		if (err != nil) != (want == "") || got != want {

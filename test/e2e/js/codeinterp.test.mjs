@@ -262,6 +262,13 @@ test('JavaScript: state across calls, envs, errors, cwd of its context; listed b
   await sbx.removeCodeContext(ctx)
 })
 
+test('TypeScript: transpiled, its own kernel, state across calls', async () => {
+  const first = await sbx.runCode('interface P { n: number }\nconst p: P = { n: 20 }\np.n * 2 + 2', { language: 'ts' })
+  assert.equal(first.text, '42')
+  assert.equal((await sbx.runCode('const q: number = p.n + 1\nq', { language: 'typescript' })).text, '21')
+  assert.equal((await sbx.runCode('typeof p', { language: 'js' })).text, 'undefined')
+})
+
 test('an unknown language answers 400 (E2B: 500)', async () => {
   await assert.rejects(sbx.runCode('x', { language: 'cobol' }), (e) => /^400/.test(String(e?.message)))
 })
