@@ -22,11 +22,12 @@ const CodeInterpreterID = "code-interpreter-v1"
 // IPython kernel the interpreter runs cells in (Debian's ipykernel, which
 // brings IPython, pyzmq and matplotlib's inline backend) and Python's data
 // libraries.
-var CodeInterpreterPackages = []string{"python3-ipykernel", "python3-matplotlib", "python3-pandas", "python3-numpy", "nodejs", "npm"}
+var CodeInterpreterPackages = []string{"python3-ipykernel", "python3-matplotlib", "python3-pandas", "python3-numpy"}
 
-// CodeInterpreterNPM are installed globally with npm after the packages:
-// ijavascript is the JavaScript kernel (its zeromq module ships a prebuilt
-// binary for Debian's Node.js, so nothing is downloaded from GitHub).
+// CodeInterpreterNPM are installed globally with the base's npm after the
+// packages: ijavascript is the JavaScript kernel (its zeromq module ships
+// a prebuilt binary for Debian's Node.js, so nothing is downloaded from
+// GitHub).
 var CodeInterpreterNPM = []string{"ijavascript@5.2.1"}
 
 // codeInterpreterVersion changes whenever this recipe (or the base it is

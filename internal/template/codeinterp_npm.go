@@ -15,9 +15,8 @@ import (
 // trusted on the host, not in a fresh rootfs). It is not left in the image.
 const hostCABundle = "/etc/ssl/certs/ca-certificates.crt"
 
-// installNPM installs CodeInterpreterNPM globally with the rootfs's own npm,
-// then removes npm (Node.js stays) and npm's cache, which sandboxes do not
-// need.
+// installNPM installs CodeInterpreterNPM globally with the rootfs's own npm
+// (base has Node.js and npm) and drops npm's cache.
 func installNPM(ctx context.Context, w io.Writer, start time.Time, root string) error {
 	args := []string{root, "env", "HOME=/root", "npm", "install", "-g", "--no-audit", "--no-fund", "--loglevel=error"}
 	if b, err := os.ReadFile(hostCABundle); err == nil {
@@ -39,10 +38,6 @@ func installNPM(ctx context.Context, w io.Writer, start time.Time, root string) 
 	check := []string{root, "node", "-e", "require('/usr/local/lib/node_modules/ijavascript/node_modules/zeromq')"}
 	if err := runLogged(ctx, w, start, func(line string) (string, bool) { return "node: " + line, true }, "chroot", check...); err != nil {
 		return fmt.Errorf("ijavascript's zeromq module does not load: %w", err)
-	}
-	purge := []string{root, "env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "purge", "-y", "--auto-remove", "npm"}
-	if err := runApt(ctx, w, start, purge...); err != nil {
-		return fmt.Errorf("apt-get purge npm: %w", err)
 	}
 	os.RemoveAll(filepath.Join(root, "root/.npm"))
 	return nil
