@@ -41,7 +41,12 @@ test('fromImage (docker.io/... through the mirror): RUN, COPY, ENV, WORKDIR, USE
     .setWorkdir('/work')
     .setUser('user')
     .runCmd('id -un > /tmp/who')
-  await Template.build(tpl, name, { onBuildLogs: (e) => logs.push(e.message) })
+  try {
+    await Template.build(tpl, name, { onBuildLogs: (e) => logs.push(e.message) })
+  } catch (e) {
+    console.log(logs.join('\n'))
+    throw e
+  }
   assert.ok(logs.some((l) => l.includes('pulled')), logs.join('\n'))
   await check(name, 'pwd; cat /tmp/who app.txt /tmp/motd; echo "$IMAGE_ENV $STEP_ENV"', '/work\nuser\ncopied\nlayer two\nfrom-config from-step\n')
 })
