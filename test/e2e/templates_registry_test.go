@@ -23,13 +23,21 @@ import (
 // busyboxApplets are linked to /bin/busybox in the test image.
 var busyboxApplets = []string{"sh", "ls", "cat", "echo", "id", "mkdir", "chown", "nohup", "tail", "whoami", "env", "sleep", "touch", "rm", "pwd", "test", "["}
 
-// tarLayer is a layer of the given entries (name → content; a name ending
-// in "->target" is a symlink).
+// tarLayer is a layer of files (name → content; a name ending in / is a
+// directory) and symlinks (name → target).
 func tarLayer(t *testing.T, files map[string][]byte, links map[string]string) v1.Layer {
 	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for n, b := range files {
+		if strings.HasSuffix(n, "/") { // a directory; /tmp sticky and world-writable
+			mode := int64(0o755)
+			if n == "tmp/" {
+				mode = 0o1777
+			}
+			tw.WriteHeader(&tar.Header{Name: n, Mode: mode, Typeflag: tar.TypeDir})
+			continue
+		}
 		mode := int64(0o644)
 		if strings.HasPrefix(n, "bin/") {
 			mode = 0o755
@@ -64,7 +72,7 @@ func pushBusybox(t *testing.T, host string) {
 	}
 	l1 := tarLayer(t, map[string][]byte{
 		"bin/busybox": bb, "etc/passwd": []byte("root:x:0:0:root:/root:/bin/sh\n"),
-		"etc/group": []byte("root:x:0:\n"), "etc/gone": []byte("whited out\n"), "tmp/.keep": nil, "root/.keep": nil,
+		"etc/group": []byte("root:x:0:\n"), "etc/gone": []byte("whited out\n"), "tmp/": nil, "root/.keep": nil,
 		"proc/.keep": nil, "dev/.keep": nil,
 	}, links)
 	l2 := tarLayer(t, map[string][]byte{"etc/.wh.gone": nil, "etc/motd": []byte("layer two\n")}, nil)
