@@ -95,7 +95,7 @@ func (r *Runtime) restore(spec runtime.Spec, imageDir string, allowed func(old *
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	img, ok := r.imageLocked(imageDir)
-	if !ok {
+	if !ok || img.filesOnly {
 		return runtime.Info{}, fmt.Errorf("no checkpoint in %q: %w", imageDir, errdefs.ErrInvalidArgument)
 	}
 	if _, err := os.Stat(filepath.Join(imageDir, MarkerFile)); err != nil {

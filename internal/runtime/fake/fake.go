@@ -74,11 +74,15 @@ type image struct {
 	spec    runtime.Spec
 	handler http.Handler // a clone, or nil
 	marker  []byte       // the marker file's content, unique per checkpoint
+	// filesOnly marks a SaveFilesystem image: its handler is a FilesCloner's
+	// CloneFiles, and only CreateFromFilesystem starts from it.
+	filesOnly bool
 }
 
 var (
 	_ runtime.Runtime      = (*Runtime)(nil)
 	_ runtime.Checkpointer = (*Runtime)(nil)
+	_ runtime.FilesystemSaver = (*Runtime)(nil)
 )
 
 // New returns an empty fake runtime.

@@ -150,7 +150,13 @@ func (r *Runtime) knownContainers(ctx context.Context) (map[string]bool, error) 
 }
 
 // Create implements runtime.Runtime.
-func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (info runtime.Info, err error) {
+func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Info, error) {
+	return r.create(ctx, spec, nil)
+}
+
+// create is Create; tweak, if set, may change the bundle before runsc
+// reads it and return global flags for runsc create (CreateFromFilesystem).
+func (r *Runtime) create(ctx context.Context, spec runtime.Spec, tweak func(bundle string) ([]string, error)) (info runtime.Info, err error) {
 	if err := validate(spec); err != nil {
 		return runtime.Info{}, err
 	}
@@ -165,9 +171,15 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (info runtime.I
 		return runtime.Info{}, err
 	}
 	dir := r.sandboxDir(spec.ID)
+	var flags []string
+	if tweak != nil {
+		if flags, err = tweak(dir); err != nil {
+			return runtime.Info{}, err
+		}
+	}
 	cl.Add("runsc delete", func(ctx context.Context) error { r.destroy(ctx, spec.ID); return nil })
 	if err := r.runDetached(ctx, r.cfg.Timeout, filepath.Join(dir, "runsc.log"),
-		"create", "--bundle="+dir, spec.ID); err != nil {
+		append(flags, "create", "--bundle="+dir, spec.ID)...); err != nil {
 		return runtime.Info{}, err
 	}
 	if _, err := r.run(ctx, r.cfg.Timeout, "start", spec.ID); err != nil {

@@ -2,6 +2,7 @@ package runtimetest
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"strconv"
@@ -22,6 +23,8 @@ import (
 //	                      "closed".
 //	GET /procs          → the pids visible in the sandbox's /proc, one per
 //	                      line.
+//	GET /write?path=P&data=D → writes D to the file P ("ok").
+//	GET /read?path=P    → the content of the file P (404 if missing).
 const pythonServer = `
 import http.server, os, socket, socketserver, sys, urllib.parse
 n = 0
@@ -41,6 +44,17 @@ class H(http.server.BaseHTTPRequestHandler):
                 body = "closed"
         elif u.path == "/procs":
             body = "\n".join(p for p in os.listdir("/proc") if p.isdigit())
+        elif u.path == "/write":
+            q = urllib.parse.parse_qs(u.query)
+            with open(q["path"][0], "w") as f:
+                f.write(q["data"][0])
+            body = "ok"
+        elif u.path == "/read":
+            try:
+                body = open(urllib.parse.parse_qs(u.query)["path"][0]).read()
+            except OSError:
+                self.send_error(404)
+                return
         else:
             self.send_error(404)
             return
@@ -70,8 +84,9 @@ func PythonServerArgs(port int) []string {
 // "1". Clone copies the counter, which is how the fake carries state
 // through a checkpoint.
 type Handler struct {
-	mu sync.Mutex
-	n  int // guarded by mu
+	mu    sync.Mutex
+	n     int               // guarded by mu
+	files map[string]string // guarded by mu; what /write wrote
 }
 
 // ServeHTTP implements http.Handler.
@@ -87,16 +102,42 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "closed")
 	case "/procs":
 		fmt.Fprint(w, "1")
+	case "/write":
+		h.mu.Lock()
+		if h.files == nil {
+			h.files = map[string]string{}
+		}
+		h.files[r.URL.Query().Get("path")] = r.URL.Query().Get("data")
+		h.mu.Unlock()
+		fmt.Fprint(w, "ok")
+	case "/read":
+		h.mu.Lock()
+		data, ok := h.files[r.URL.Query().Get("path")]
+		h.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, data)
 	default:
 		http.NotFound(w, r)
 	}
 }
 
-// Clone returns a handler with a copy of h's counter.
+// Clone returns a handler with a copy of h's counter and files.
 func (h *Handler) Clone() http.Handler {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return &Handler{n: h.n}
+	return &Handler{n: h.n, files: maps.Clone(h.files)}
+}
+
+// CloneFiles returns a handler with a copy of h's files only: what a
+// process booted afresh on the saved filesystem sees (the counter, its
+// memory, starts over).
+func (h *Handler) CloneFiles() http.Handler {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return &Handler{files: maps.Clone(h.files)}
 }
 
 // NewID returns a random valid sandbox id.

@@ -63,6 +63,7 @@ func Run(t *testing.T, newRuntime func(t *testing.T) runtime.Runtime, opts Optio
 		{"CloneLeaveRunning", testClone},
 		{"CheckpointStopRestoreSameID", testStopRestore},
 		{"ReplaceRunning", testReplace},
+		{"FilesystemSave", testFilesystemSave},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
