@@ -76,6 +76,9 @@ type CreateOptions struct {
 	EnvVars map[string]string
 	// AutoPause pauses instead of killing the sandbox when it times out.
 	AutoPause bool
+	// AutoPauseFilesOnly makes that pause keep only the files (E2B's
+	// onTimeout keepMemory: false; not with AutoResume).
+	AutoPauseFilesOnly bool
 	// AutoResume resumes a paused sandbox when data-plane traffic arrives.
 	AutoResume bool
 	// Secure requires the envd access token on the data plane.
@@ -99,6 +102,7 @@ type createRequest struct {
 	TemplateID    string            `json:"templateID"`
 	Timeout       int               `json:"timeout,omitempty"`
 	AutoPause     bool              `json:"autoPause,omitempty"`
+	AutoPauseMem  *bool             `json:"autoPauseMemory,omitempty"`
 	AutoResume    *autoResume       `json:"autoResume,omitempty"`
 	Secure        bool              `json:"secure,omitempty"`
 	AllowInternet *bool             `json:"allow_internet_access,omitempty"`
@@ -121,6 +125,10 @@ func (c *Client) CreateSandbox(ctx context.Context, o CreateOptions) (*Sandbox, 
 	}
 	if o.AutoResume {
 		req.AutoResume = &autoResume{Enabled: true}
+	}
+	if o.AutoPauseFilesOnly {
+		keep := false
+		req.AutoPauseMem = &keep
 	}
 	sb := &Sandbox{}
 	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/sandboxes", in: req, out: sb}); err != nil {

@@ -60,6 +60,7 @@ a sandbox created from a snapshot continues from exactly that state.`,
 	f.StringArrayVar(&metadata, "metadata", nil, "metadata `key=value` (repeatable)")
 	f.StringArrayVar(&envs, "env", nil, "environment variable `key=value` for every command (repeatable)")
 	f.BoolVar(&o.AutoPause, "auto-pause", false, "pause instead of kill when the timeout expires")
+	f.BoolVar(&o.AutoPauseFilesOnly, "auto-pause-files-only", false, "with --auto-pause: keep only the files (the resume cold-boots)")
 	f.BoolVar(&autoResum, "auto-resume", false, "resume automatically when traffic arrives while paused")
 	f.BoolVar(&o.Secure, "secure", false, "require the sandbox access token on the data plane")
 	f.StringVar(&image, "image", "", "start from this OCI image (pulled and made a template once), not a template")

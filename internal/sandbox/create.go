@@ -20,6 +20,9 @@ type CreateRequest struct {
 	Timeout    time.Duration
 	AutoPause  bool
 	AutoResume bool
+	// AutoPauseFilesOnly makes the timeout's pause keep only the files
+	// (E2B's onTimeout keepMemory: false).
+	AutoPauseFilesOnly bool
 	// Secure makes the data plane require the sandbox's access token.
 	Secure bool
 	// PrivateTraffic makes ports other than the agent's require the

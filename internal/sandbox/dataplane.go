@@ -50,5 +50,6 @@ func (m *Manager) autoResumes(id string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.boxes[id]
-	return ok && e.rec.AutoResume && (e.state == StatePaused || e.state == StatePausing || e.state == StateResuming)
+	return ok && e.rec.AutoResume && (e.state == StatePaused || e.state == StatePausing || e.state == StateResuming) &&
+		!isFilesystemImage(e.rec.ImageDir) // a cold boot is asked for, never caused by traffic
 }

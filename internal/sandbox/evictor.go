@@ -59,7 +59,7 @@ func (m *Manager) sweep(ctx context.Context, wg *sync.WaitGroup) {
 			defer func() { <-m.evictSem }()
 			m.log.Info("sandbox expired", "sandbox", x.id, "action", to)
 			if to == StatePausing {
-				m.finishPauseObserved(context.WithoutCancel(ctx), o, OpEvict)
+				m.observeAutoPause(context.WithoutCancel(ctx), o, OpEvict)
 				return
 			}
 			start := m.now()

@@ -48,6 +48,9 @@ func (m *Manager) checkpointImage(ctx context.Context, id string, ref images.Ref
 // imageToken is the access token the image's agent holds. The restored
 // sandbox's removal is pushed on undo, so the caller's failure removes it.
 func (m *Manager) restore(ctx context.Context, undo *cleanup.Stack, rec store.Sandbox, imageDir, imageToken string) error {
+	if isFilesystemImage(imageDir) {
+		return m.bootFromFilesystem(ctx, undo, rec, imageDir)
+	}
 	cp, err := m.checkpointer()
 	if err != nil {
 		return err

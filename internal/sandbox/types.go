@@ -24,6 +24,10 @@ type Sandbox struct {
 	EnvdVersion string
 	AutoPause   bool
 	AutoResume  bool
+	// AutoPauseFilesOnly makes the timeout's pause keep only the files.
+	AutoPauseFilesOnly bool
+	// FilesOnly: paused keeping only its files (the resume cold-boots).
+	FilesOnly bool
 	// Secure makes the data plane require EnvdAccessToken.
 	Secure bool
 	// PrivateTraffic makes ports other than the agent's require
@@ -76,8 +80,9 @@ func sandboxOf(r *store.Sandbox, st State) *Sandbox {
 		ID: r.ID, TemplateID: r.TemplateID, Alias: r.Alias, ClientID: r.ClientID, State: st,
 		Metadata: cloneMap(r.Metadata), EnvVars: cloneMap(r.EnvVars),
 		CPUCount: r.CPUCount, MemoryMB: r.MemoryMB, DiskSizeMB: r.DiskSizeMB, EnvdVersion: r.EnvdVersion,
-		AutoPause: r.AutoPause, AutoResume: r.AutoResume,
-		Secure: r.Secure, PrivateTraffic: r.PrivateTraffic, AllowInternet: r.AllowInternet, Network: r.Network,
+		AutoPause: r.AutoPause, AutoResume: r.AutoResume, AutoPauseFilesOnly: r.AutoPauseFilesOnly,
+		FilesOnly: st == StatePaused && r.ImageDir != "" && isFilesystemImage(r.ImageDir),
+		Secure:    r.Secure, PrivateTraffic: r.PrivateTraffic, AllowInternet: r.AllowInternet, Network: r.Network,
 		EnvdAccessToken: r.EnvdAccessToken, TrafficAccessToken: r.TrafficAccessToken,
 		StartedAt: r.StartedAt, EndAt: r.EndAt, ParentID: r.ParentID, Origin: Origin(r.Origin),
 		Rollbacks: rollbacksOf(r.Rollbacks), Error: r.Error,

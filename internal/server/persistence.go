@@ -5,7 +5,7 @@ import (
 )
 
 // pause is POST /sandboxes/{id}/pause {memory?}: 204 once the pause is
-// under way (the sandbox reports paused at once; connect waits for the
+// under way (memory: false keeps only the files; the resume cold-boots) (the sandbox reports paused at once; connect waits for the
 // pause to complete). 409 when the sandbox is not running (already paused
 // or being paused, still being created, busy), 404 when unknown.
 func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
@@ -14,7 +14,11 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := s.mgr.Pause(r.Context(), r.PathValue("id")); err != nil {
+	pause := s.mgr.Pause
+	if body.Memory != nil && !*body.Memory {
+		pause = s.mgr.PauseFilesystem // only the files; resume cold-boots
+	}
+	if err := pause(r.Context(), r.PathValue("id")); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -184,7 +184,7 @@ func stripRouting(h http.Header) {
 // wakesOnTraffic reports whether data-plane traffic resumes sb: it was
 // created with auto-resume and is paused or being paused or resumed.
 func wakesOnTraffic(sb *sandbox.Sandbox) bool {
-	return sb.AutoResume && sb.State.Public() == sandbox.PublicPaused
+	return sb.AutoResume && sb.State.Public() == sandbox.PublicPaused && !sb.FilesOnly
 }
 
 // reachable answers whether the data plane may forward to sb now.

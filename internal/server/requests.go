@@ -12,11 +12,12 @@ import (
 
 // createBody is the NewSandbox / NewSandboxV2 request, plus forkbox's
 // cpuCount and memoryMB. Fields E2B defines that forkbox does not use yet
-// (mcp, iam, volumeMounts, autoPauseMemory) are accepted and ignored.
+// (mcp, iam, volumeMounts) are accepted and ignored.
 type createBody struct {
 	TemplateID          string            `json:"templateID"`
 	Timeout             *int64            `json:"timeout"`
 	AutoPause           bool              `json:"autoPause"`
+	AutoPauseMemory     *bool             `json:"autoPauseMemory"`
 	AutoResume          autoResume        `json:"autoResume"`
 	Secure              bool              `json:"secure"`
 	AllowInternetAccess *bool             `json:"allow_internet_access"`
@@ -85,11 +86,15 @@ func (b *createBody) request(alwaysSecure bool) (sandbox.CreateRequest, error) {
 	if b.CPUCount < 0 || b.MemoryMB < 0 {
 		return sandbox.CreateRequest{}, fmt.Errorf("cpuCount and memoryMB must not be negative: %w", errdefs.ErrInvalidArgument)
 	}
+	filesOnly, err := b.autoPauseFilesOnly()
+	if err != nil {
+		return sandbox.CreateRequest{}, err
+	}
 	req := sandbox.CreateRequest{
 		TemplateID: b.TemplateID, AutoPause: b.AutoPause, AutoResume: b.AutoResume.Enabled,
 		Secure: b.Secure || alwaysSecure || b.privateTraffic(), AllowInternet: b.allowInternet(),
 		Metadata: b.Metadata, EnvVars: b.EnvVars, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
-		PrivateTraffic: b.privateTraffic(), Network: b.networkRules(),
+		PrivateTraffic: b.privateTraffic(), Network: b.networkRules(), AutoPauseFilesOnly: filesOnly,
 	}
 	if b.Timeout != nil {
 		d, err := seconds("timeout", *b.Timeout)
@@ -114,6 +119,12 @@ func (b *createBody) allowInternet() *bool { return b.AllowInternetAccess }
 // timeoutBody is the body of timeout, connect and resume.
 type timeoutBody struct {
 	Timeout *int64 `json:"timeout"`
+}
+
+// connectBody is ConnectSandbox: timeout plus memory (false: reboot).
+type connectBody struct {
+	Timeout *int64 `json:"timeout"`
+	Memory  *bool  `json:"memory"`
 }
 
 // refreshBody is the body of refreshes.
@@ -175,4 +186,21 @@ func forkCount(n *int) (int, error) {
 		return 0, fmt.Errorf("count must be between 1 and %d: %w", maxForkCount, errdefs.ErrInvalidArgument)
 	}
 	return *n, nil
+}
+
+// autoPauseFilesOnly reads autoPauseMemory (onTimeout keepMemory): false
+// makes the timeout's pause keep only the files. As E2B, that is refused
+// with auto-resume — traffic must never cold-boot a sandbox — and without
+// autoPause.
+func (b *createBody) autoPauseFilesOnly() (bool, error) {
+	if b.AutoPauseMemory == nil || *b.AutoPauseMemory {
+		return false, nil
+	}
+	if !b.AutoPause {
+		return false, fmt.Errorf("autoPauseMemory is only allowed with autoPause: %w", errdefs.ErrInvalidArgument)
+	}
+	if b.AutoResume.Enabled {
+		return false, fmt.Errorf("autoResume cannot be enabled with autoPauseMemory: false: a filesystem-only pause is resumed by connect, never by traffic: %w", errdefs.ErrInvalidArgument)
+	}
+	return true, nil
 }

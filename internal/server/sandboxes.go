@@ -52,8 +52,10 @@ func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) {
 // extended (never shortened) to now + timeout (default 300 s); a paused one
 // — or one being paused, once that completes — is resumed with the
 // deadline now + timeout and answers 201. Both with the Sandbox shape.
+// memory: false (connect({onResume: 'reboot'})) resumes a paused sandbox
+// by cold-booting its files, whatever kind of pause it had.
 func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
-	var body timeoutBody
+	var body connectBody
 	if err := decodeBody(w, r, &body, true); err != nil {
 		writeError(w, err)
 		return
@@ -63,7 +65,11 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	sb, resumed, err := s.mgr.Connect(r.Context(), r.PathValue("id"), d)
+	connect := s.mgr.Connect
+	if body.Memory != nil && !*body.Memory {
+		connect = s.mgr.ConnectReboot // onResume: 'reboot'
+	}
+	sb, resumed, err := connect(r.Context(), r.PathValue("id"), d)
 	if err != nil {
 		writeError(w, err)
 		return

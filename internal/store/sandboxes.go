@@ -26,7 +26,9 @@ type Sandbox struct {
 	EnvdVersion string            `json:"envdVersion"`
 	AutoPause   bool              `json:"autoPause"`
 	AutoResume  bool              `json:"autoResume"`
-	Secure      bool              `json:"secure"`
+	// AutoPauseFilesOnly makes the timeout's pause keep only the files.
+	AutoPauseFilesOnly bool `json:"autoPauseFilesOnly,omitempty"`
+	Secure             bool `json:"secure"`
 	// PrivateTraffic makes the sandbox's ports (other than envd's) require
 	// the traffic access token (E2B's network.allowPublicTraffic = false).
 	PrivateTraffic bool `json:"privateTraffic,omitempty"`

@@ -121,13 +121,14 @@ func (r *Runtime) restore(spec runtime.Spec, imageDir string, allowed func(old *
 // image whose files were moved or hard-linked into another directory, as a
 // real image may be — by its marker, unique per checkpoint.
 func (r *Runtime) imageLocked(imageDir string) (image, bool) {
-	if img, ok := r.images[filepath.Clean(imageDir)]; ok {
+	marker, err := os.ReadFile(filepath.Join(imageDir, MarkerFile))
+	if img, ok := r.images[filepath.Clean(imageDir)]; ok && (err != nil || bytes.Equal(img.marker, marker)) {
 		return img, true
 	}
-	marker, err := os.ReadFile(filepath.Join(imageDir, MarkerFile))
 	if err != nil {
 		return image{}, false
 	}
+	// Another image was moved into this directory since.
 	for _, img := range r.images {
 		if bytes.Equal(img.marker, marker) {
 			return img, true

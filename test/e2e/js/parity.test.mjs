@@ -12,8 +12,8 @@ after(async () => {
   for (const id of created) await Sandbox.kill(id).catch(() => {})
 })
 
-async function make(opts = {}) {
-  const sbx = await Sandbox.create('base', { timeoutMs: 120_000, ...opts })
+async function make(opts = {}, template = 'base') {
+  const sbx = await Sandbox.create(template, { timeoutMs: 120_000, ...opts })
   created.add(sbx.sandboxId)
   return sbx
 }
@@ -160,4 +160,61 @@ test('logs show a command exit and a pause/resume, in both routes', { timeout: 1
   assert.equal(line.logger, 'forkbox.lifecycle')
   assert.equal(line.message, 'sandbox created')
   await kill(sbx)
+})
+
+const bootId = async (sbx) => (await sbx.files.read('/proc/sys/kernel/random/boot_id')).trim()
+
+test('pause({keepMemory: false}) → connect: a new boot, files kept, processes gone', { timeout: 180_000 }, async () => {
+  const sbx = await make()
+  const boot = await bootId(sbx)
+  await sbx.files.write('/home/user/kept.txt', 'kept across a filesystem-only pause')
+  await sbx.commands.run('sleep 1000', { background: true })
+  assert.equal((await sbx.commands.run('pgrep -x sleep || true')).stdout.trim() !== '', true)
+  assert.equal(await sbx.pause({ keepMemory: false }), true)
+  assert.equal(await sbx.isRunning(), false)
+  assert.equal((await Sandbox.getInfo(sbx.sandboxId)).state, 'paused')
+
+  // A snapshot and a clone of the filesystem-only pause boot with its files.
+  const snap = await sbx.createSnapshot()
+  const fromSnap = await make({}, snap.snapshotId)
+  assert.equal(await fromSnap.files.read('/home/user/kept.txt'), 'kept across a filesystem-only pause')
+  await kill(fromSnap)
+
+  await sbx.connect()
+  assert.equal(await sbx.isRunning(), true)
+  assert.notEqual(await bootId(sbx), boot, 'a new boot id')
+  assert.equal(await sbx.files.read('/home/user/kept.txt'), 'kept across a filesystem-only pause')
+  assert.equal((await sbx.commands.run('pgrep -x sleep || true')).stdout.trim(), '', 'processes are gone')
+
+  // connect({onResume: 'reboot'}) of a memory pause: a fresh boot too.
+  const boot2 = await bootId(sbx)
+  await sbx.pause()
+  await sbx.connect({ onResume: 'reboot' })
+  assert.notEqual(await bootId(sbx), boot2)
+  assert.equal(await sbx.files.read('/home/user/kept.txt'), 'kept across a filesystem-only pause')
+  await Sandbox.deleteSnapshot(snap.snapshotId)
+  await kill(sbx)
+})
+
+test('onTimeout {action: pause, keepMemory: false}: lifecycle reported, timeout pauses files only', { timeout: 120_000 }, async () => {
+  const sbx = await make({ timeoutMs: 4_000, lifecycle: { onTimeout: { action: 'pause', keepMemory: false } } })
+  const info = await Sandbox.getInfo(sbx.sandboxId)
+  assert.deepEqual(info.lifecycle, { onTimeout: 'pause', autoResume: false })
+  const boot = await bootId(sbx)
+  await sbx.files.write('/home/user/t.txt', 'x')
+  await waitFor('the timeout pause', async () => (await Sandbox.getInfo(sbx.sandboxId)).state === 'paused', 20_000, 200)
+  assert.equal(await sbx.isRunning(), false)
+  await sbx.connect({ timeoutMs: 60_000 })
+  assert.notEqual(await bootId(sbx), boot)
+  assert.equal(await sbx.files.read('/home/user/t.txt'), 'x')
+  await kill(sbx)
+
+  // keepMemory: false with autoResume: true is refused (the SDK checks it
+  // too; the server must, for any client).
+  const res = await fetch(`${process.env.E2B_API_URL}/v2/sandboxes`, {
+    method: 'POST',
+    headers: { 'X-API-Key': process.env.E2B_API_KEY, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ templateID: 'base', autoPause: true, autoPauseMemory: false, autoResume: { enabled: true } }),
+  })
+  assert.equal(res.status, 400, await res.text())
 })
