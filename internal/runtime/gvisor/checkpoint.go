@@ -29,6 +29,9 @@ func (r *Runtime) Checkpoint(ctx context.Context, id string, imageDir string, op
 	if _, err := r.run(ctx, r.cfg.Timeout, append(args, h.cid())...); err != nil {
 		return err
 	}
+	if err := noteFromFiles(h, imageDir); err != nil {
+		return err
+	}
 	if opts.LeaveRunning {
 		return nil
 	}
@@ -68,7 +71,10 @@ func (r *Runtime) Restore(ctx context.Context, spec runtime.Spec, imageDir strin
 		return runtime.Info{}, err
 	}
 	if err := r.runDetached(ctx, r.cfg.Timeout, filepath.Join(bundle, "runsc.log"),
-		"restore", "--detach", "--bundle="+bundle, "--image-path="+imageDir, h.cid()); err != nil {
+		append(restoreFlags(imageDir), "restore", "--detach", "--bundle="+bundle, "--image-path="+imageDir, h.cid())...); err != nil {
+		return runtime.Info{}, err
+	}
+	if h, err = r.inheritFromFiles(h, imageDir); err != nil {
 		return runtime.Info{}, err
 	}
 	cl.Disarm()

@@ -50,8 +50,56 @@ func (r *Runtime) CreateFromFilesystem(ctx context.Context, spec runtime.Spec, i
 	// runsc honours the annotation only when allowed to: it lets a spec
 	// read a host file, which only forkbox writes here.
 	return r.create(ctx, spec, func(bundle string) ([]string, error) {
-		return []string{"--allow-rootfs-tar-annotation"}, annotateBundle(bundle, annotationRootfsUpperTar, tar)
+		if err := annotateBundle(bundle, annotationRootfsUpperTar, tar); err != nil {
+			return nil, err
+		}
+		h, err := r.loadHandle(spec.ID)
+		if err != nil {
+			return nil, err
+		}
+		h.FromFiles = true
+		return []string{"--allow-rootfs-tar-annotation"}, r.saveHandle(h)
 	})
+}
+
+// fromFilesMarker marks a checkpoint image of a container created with the
+// rootfs-upper tar annotation. runsc checks that a restore's spec has the
+// checkpointed container's annotations, and the restore cannot name that
+// tar again (it is gone with the pause it came from, and the image holds
+// the files anyway): such an image is restored with the spec check a
+// warning instead of a failure. The annotation is the only difference —
+// Restore builds every other part of the spec the same way.
+const fromFilesMarker = "forkbox-from-files"
+
+// noteFromFiles marks imageDir when h was booted from saved files.
+func noteFromFiles(h handle, imageDir string) error {
+	if !h.FromFiles {
+		return nil
+	}
+	return os.WriteFile(filepath.Join(imageDir, fromFilesMarker), nil, 0o600)
+}
+
+func fromFilesImage(imageDir string) bool {
+	_, err := os.Stat(filepath.Join(imageDir, fromFilesMarker))
+	return err == nil
+}
+
+// restoreFlags are the global runsc flags of a restore from imageDir.
+func restoreFlags(imageDir string) []string {
+	if fromFilesImage(imageDir) {
+		return []string{"--restore-spec-validation=warning"}
+	}
+	return nil
+}
+
+// inheritFromFiles marks h (saved) as restored from an image of a sandbox
+// booted from files: its own checkpoints carry that spec too.
+func (r *Runtime) inheritFromFiles(h handle, imageDir string) (handle, error) {
+	if !fromFilesImage(imageDir) {
+		return h, nil
+	}
+	h.FromFiles = true
+	return h, r.saveHandle(h)
 }
 
 // annotateBundle adds one annotation to the OCI config in bundle.

@@ -35,6 +35,9 @@ type handle struct {
 	// Bundle is the OCI bundle directory when it is not the sandbox's own
 	// directory (a standby container's).
 	Bundle string `json:"bundle,omitempty"`
+	// FromFiles: the container was created with the rootfs-upper tar
+	// annotation (CreateFromFilesystem), or restored from an image of one.
+	FromFiles bool `json:"from_files,omitempty"`
 }
 
 // cid is the runsc container id of h.

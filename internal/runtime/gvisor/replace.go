@@ -49,10 +49,11 @@ func (r *Runtime) Replace(ctx context.Context, spec runtime.Spec, imageDir strin
 		return runtime.Info{}, err
 	}
 	if err := r.runDetached(ctx, r.cfg.Timeout, filepath.Join(box.dir, "runsc.log"),
-		"restore", "--detach", "--bundle="+box.dir, "--image-path="+imageDir, box.cid); err != nil {
+		append(restoreFlags(imageDir), "restore", "--detach", "--bundle="+box.dir, "--image-path="+imageDir, box.cid)...); err != nil {
 		return runtime.Info{}, err
 	}
 	h := box.handle(spec)
+	h.FromFiles = fromFilesImage(imageDir)
 	if err := r.saveHandle(h); err != nil {
 		return runtime.Info{}, err
 	}

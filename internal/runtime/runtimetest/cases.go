@@ -287,6 +287,18 @@ func testFilesystemSave(s *suite) {
 	if got := s.mustGet(id, "/count"); got != "1" {
 		s.t.Errorf("/count after the cold boot = %q, want 1 (a fresh process)", got)
 	}
+	// A sandbox booted from saved files checkpoints and restores as any.
+	mem := s.t.TempDir()
+	if err := s.checkpointer().Checkpoint(ctx, id, mem, runtime.CheckpointOptions{}); err != nil {
+		s.t.Fatalf("Checkpoint of a sandbox booted from files: %v", err)
+	}
+	if _, err := s.checkpointer().Restore(ctx, s.spec(id), mem); err != nil {
+		s.t.Fatalf("Restore of a sandbox booted from files: %v", err)
+	}
+	s.waitReady(id)
+	if got := s.mustGet(id, "/count"); got != "2" {
+		s.t.Errorf("/count after its restore = %q, want 2", got)
+	}
 	// A second sandbox from the same saved files.
 	other := NewID()
 	if _, err := fsr.CreateFromFilesystem(ctx, s.spec(other), img); err != nil {
