@@ -109,6 +109,9 @@ func (r *Runtime) restore(spec runtime.Spec, imageDir string, allowed func(old *
 	if err := allowed(old, ok); err != nil {
 		return runtime.Info{}, err
 	}
+	if ok {
+		old.stop() // the old incarnation ends (Replace)
+	}
 	delete(r.sandboxes, spec.ID)
 	h := r.newHandler(spec.ID)
 	if c, ok := img.handler.(Cloner); ok {

@@ -67,6 +67,9 @@ type sandbox struct {
 	ln      *pipeListener
 	srv     *http.Server
 	ports   map[int]*portServer // with PortHandler
+	// exited is closed when the sandbox stops (Wait); exit says why.
+	exited chan struct{}
+	exit   runtime.Exit
 }
 
 // image is a checkpoint held in memory.
@@ -125,6 +128,7 @@ func (r *Runtime) startLocked(spec runtime.Spec, h http.Handler) *sandbox {
 	r.nextAddr++
 	sb := &sandbox{
 		spec: spec, state: runtime.StateRunning, created: time.Now(), handler: h,
+		exited: make(chan struct{}),
 		// TEST-NET-2: documentation addresses nothing ever dials.
 		addr: netip.AddrFrom4([4]byte{198, 51, 100, byte(r.nextAddr%254 + 1)}),
 	}
@@ -139,6 +143,12 @@ func (r *Runtime) startLocked(spec runtime.Spec, h http.Handler) *sandbox {
 
 // stop ends the sandbox's server; it stays known until Delete.
 func (sb *sandbox) stop() {
+	if sb.state != runtime.StateStopped {
+		if sb.exit.Reason == "" {
+			sb.exit = runtime.Exit{Reason: runtime.ExitKilled, At: time.Now()}
+		}
+		close(sb.exited)
+	}
 	sb.state = runtime.StateStopped
 	sb.stopPorts()
 	if sb.srv != nil {
@@ -173,18 +183,10 @@ func (r *Runtime) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// Kill stops sandbox id as if its first process had died (or it had hit a
-// limit): the sandbox reports StateStopped until Delete.
-func (r *Runtime) Kill(id string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	sb, err := r.getLocked(id)
-	if err != nil {
-		return err
-	}
-	sb.stop()
-	return nil
-}
+// Kill stops sandbox id as if its supervisor had been killed from
+// outside: the sandbox reports StateStopped until Delete, and Wait
+// reports runtime.ExitKilled.
+func (r *Runtime) Kill(id string) error { return r.KillWith(id, runtime.ExitKilled) }
 
 // Info implements runtime.Runtime.
 func (r *Runtime) Info(ctx context.Context, id string) (runtime.Info, error) {

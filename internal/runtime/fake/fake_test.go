@@ -29,11 +29,20 @@ func newRuntime(t *testing.T) runtime.Runtime {
 }
 
 func TestConformance(t *testing.T) {
-	runtimetest.Run(t, newRuntime, runtimetest.Options{
+	var cur *Runtime
+	runtimetest.Run(t, func(t *testing.T) runtime.Runtime {
+		cur = newRuntime(t).(*Runtime)
+		return cur
+	}, runtimetest.Options{
 		RootFS:   t.TempDir(),
 		Args:     []string{"server"},
 		Port:     49983,
 		FailArgs: failArgs,
+		KillSupervisor: func(t *testing.T, id string) {
+			if err := cur.Kill(id); err != nil {
+				t.Fatalf("fake Kill: %v", err)
+			}
+		},
 	})
 }
 

@@ -163,10 +163,11 @@ func checkClean(t *testing.T, id string) {
 func TestConformance(t *testing.T) {
 	setup(t)
 	runtimetest.Run(t, newRuntime, runtimetest.Options{
-		RootFS:     env.rootfs,
-		Args:       runtimetest.PythonServerArgs(testPort),
-		Port:       testPort,
-		FailArgs:   []string{"/nonexistent/binary"},
-		CheckClean: checkClean,
+		RootFS:         env.rootfs,
+		Args:           runtimetest.PythonServerArgs(testPort),
+		Port:           testPort,
+		FailArgs:       []string{"/nonexistent/binary"},
+		CheckClean:     checkClean,
+		KillSupervisor: killSentry,
 	})
 }

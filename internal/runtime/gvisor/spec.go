@@ -50,6 +50,11 @@ func memoryLimit(res runtime.Resources) int64 {
 	return int64(res.MemoryMB+res.MemoryMB/4+memoryHeadroomMiB) * mib
 }
 
+// hostPidsLimit is the host pids cgroup limit for a sandbox of res.
+func hostPidsLimit(res runtime.Resources) int64 {
+	return int64(res.PidsMax*2 + pidsHeadroom)
+}
+
 // buildSpec returns the OCI spec of a sandbox. Create and Restore build it
 // the same way from the same inputs, so the mounts of a restore equal the
 // checkpoint's (trap 9).
@@ -65,7 +70,7 @@ func buildSpec(s runtime.Spec, res runtime.Resources, lease netns.Lease, cgroups
 	memLimit := memoryLimit(res)
 	quota := int64(res.CPUCount) * cpuPeriodUs
 	period := uint64(cpuPeriodUs)
-	pids := int64(res.PidsMax*2 + pidsHeadroom)
+	pids := hostPidsLimit(res)
 	return &specs.Spec{
 		Version: specs.Version,
 		Process: &specs.Process{

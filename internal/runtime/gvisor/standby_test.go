@@ -78,10 +78,11 @@ func TestConformanceStandby(t *testing.T) {
 		cur = newStandbyRuntime(t, 2)
 		return cur
 	}, runtimetest.Options{
-		RootFS:   env.rootfs,
-		Args:     runtimetest.PythonServerArgs(testPort),
-		Port:     testPort,
-		FailArgs: []string{"/nonexistent/binary"},
+		RootFS:         env.rootfs,
+		Args:           runtimetest.PythonServerArgs(testPort),
+		Port:           testPort,
+		FailArgs:       []string{"/nonexistent/binary"},
+		KillSupervisor: killSentry,
 		CheckClean: func(t *testing.T, id string) {
 			checkClean(t, id)
 			checkNoStray(t, cur)

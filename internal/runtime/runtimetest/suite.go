@@ -37,6 +37,10 @@ type Options struct {
 	// CheckClean, if set, checks backend-specific leftovers (namespaces,
 	// cgroups, files) of a sandbox that is gone.
 	CheckClean func(t *testing.T, id string)
+	// KillSupervisor kills sandbox id's supervisor from outside, as an
+	// operator's kill -9 would. Required when the backend implements
+	// runtime.Waiter.
+	KillSupervisor func(t *testing.T, id string)
 }
 
 // suite carries one subtest's runtime and options.
@@ -64,6 +68,7 @@ func Run(t *testing.T, newRuntime func(t *testing.T) runtime.Runtime, opts Optio
 		{"CheckpointStopRestoreSameID", testStopRestore},
 		{"ReplaceRunning", testReplace},
 		{"FilesystemSave", testFilesystemSave},
+		{"WaitExit", testWait},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

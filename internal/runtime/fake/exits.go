@@ -1,0 +1,50 @@
+package fake
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/runtime"
+)
+
+var _ runtime.Waiter = (*Runtime)(nil)
+
+// KillWith stops sandbox id as if its supervisor had ended for reason (a
+// limit hit, a crash, a kill): the sandbox reports StateStopped until
+// Delete, and Wait reports reason.
+func (r *Runtime) KillWith(id string, reason runtime.ExitReason) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sb, err := r.getLocked(id)
+	if err != nil {
+		return err
+	}
+	if sb.state != runtime.StateStopped {
+		sb.exit = runtime.Exit{Reason: reason, Detail: "fake: " + string(reason), At: time.Now()}
+	}
+	sb.stop()
+	return nil
+}
+
+// Wait implements runtime.Waiter.
+func (r *Runtime) Wait(ctx context.Context, id string) (runtime.Exit, error) {
+	r.mu.Lock()
+	sb, err := r.getLocked(id)
+	if err == nil && sb.state == runtime.StateStopped {
+		err = fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
+	}
+	r.mu.Unlock()
+	if err != nil {
+		return runtime.Exit{}, err
+	}
+	select {
+	case <-sb.exited:
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return sb.exit, nil
+	case <-ctx.Done():
+		return runtime.Exit{}, ctx.Err()
+	}
+}

@@ -1,0 +1,167 @@
+package gvisor
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/runtime"
+)
+
+var _ runtime.Waiter = (*Runtime)(nil)
+
+// Wait implements runtime.Waiter. It waits on a pidfd of the sandbox's
+// supervisor (runsc's sandbox process, the sentry), which becomes readable
+// the moment that process exits, then reads the sandbox's cgroups and log
+// to tell why.
+func (r *Runtime) Wait(ctx context.Context, id string) (runtime.Exit, error) {
+	h, err := r.loadHandle(id)
+	if err != nil {
+		return runtime.Exit{}, err
+	}
+	st, err := r.runscState(ctx, h.cid())
+	if err != nil {
+		return runtime.Exit{}, err
+	}
+	if (st.Status != "running" && st.Status != "paused") || st.Pid <= 0 {
+		return runtime.Exit{}, fmt.Errorf("sandbox %s is %s: %w", id, st.Status, errdefs.ErrConflict)
+	}
+	before := r.exitCounters(h)
+	if err := waitPid(ctx, st.Pid); err != nil {
+		return runtime.Exit{}, err
+	}
+	return r.classifyExit(h, before), nil
+}
+
+// waitPid blocks until process pid exits or ctx ends. A pidfd opened
+// non-blocking is pollable, so the wait sits in Go's netpoller and a
+// deadline ends it.
+func waitPid(ctx context.Context, pid int) error {
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if errors.Is(err, unix.ESRCH) {
+		return nil // gone already
+	}
+	if err != nil {
+		return fmt.Errorf("pidfd_open %d: %w", pid, err)
+	}
+	f := os.NewFile(uintptr(fd), "pidfd")
+	defer f.Close()
+	stop := context.AfterFunc(ctx, func() { f.SetReadDeadline(time.Now()) })
+	defer stop()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("pidfd %d: %w", pid, err)
+	}
+	err = rc.Read(func(fd uintptr) bool {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
+		return err == nil && n > 0
+	})
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("wait for pid %d: %w", pid, err)
+	}
+	return nil
+}
+
+// exitCounters are the cgroup event counts that tell a limit kill: the
+// kernel's OOM kills in the memory cgroup and refused forks in the pids
+// cgroup. Wait compares them before and after.
+type exitCounters struct {
+	oomKills, pidsMax uint64
+	logSize           int64
+}
+
+// exitCounters reads h's counters now (zero where unreadable).
+func (r *Runtime) exitCounters(h handle) exitCounters {
+	rel := r.cgroupsPath(h.cid())
+	var c exitCounters
+	c.oomKills, _ = readKeyed(filepath.Join(cgroupRoot, "memory", rel, "memory.oom_control"), "oom_kill")
+	c.pidsMax, _ = readKeyed(filepath.Join(cgroupRoot, "pids", rel, "pids.events"), "max")
+	if fi, err := os.Stat(r.logPath(h)); err == nil {
+		c.logSize = fi.Size()
+	}
+	return c
+}
+
+// classifyExit tells why h's supervisor exited, from what changed since
+// before: an OOM kill, a refused fork (the sentry cannot survive one), a
+// fatal line in runsc's log, or else a kill from outside.
+func (r *Runtime) classifyExit(h handle, before exitCounters) runtime.Exit {
+	after := r.exitCounters(h)
+	ex := runtime.Exit{Reason: runtime.ExitKilled, At: time.Now(), Detail: "the sandbox's supervisor was killed"}
+	switch {
+	case after.oomKills > before.oomKills:
+		ex.Reason = runtime.ExitOutOfMemory
+		ex.Detail = fmt.Sprintf("the host's memory limit of the sandbox (%d MiB) was hit", memoryLimit(h.Resources)/mib)
+	case after.pidsMax > before.pidsMax:
+		ex.Reason = runtime.ExitProcessLimit
+		ex.Detail = fmt.Sprintf("the host's task limit of the sandbox (%d) was hit", hostPidsLimit(h.Resources))
+	default:
+		if line := fatalLine(r.logPath(h), before.logSize); line != "" {
+			ex.Reason, ex.Detail = runtime.ExitCrashed, line
+		}
+	}
+	return ex
+}
+
+// logPath is runsc's log of the container that runs h (its create or
+// restore wrote it).
+func (r *Runtime) logPath(h handle) string {
+	dir := h.Bundle
+	if dir == "" {
+		dir = r.sandboxDir(h.ID)
+	}
+	return filepath.Join(dir, "runsc.log")
+}
+
+// readKeyed returns the value of key in a cgroup file of "key value" lines.
+func readKeyed(path, key string) (uint64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if ok && k == key {
+			return strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("%s: no %q", path, key)
+}
+
+// fatalLine returns the first panic or fatal line runsc logged past offset.
+func fatalLine(path string, offset int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return ""
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.Contains(line, "panic:") || strings.Contains(line, "FATAL ERROR") ||
+			strings.Contains(line, "fatal error:") {
+			if len(line) > 300 {
+				line = line[:300]
+			}
+			return line
+		}
+	}
+	return ""
+}
