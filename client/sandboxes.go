@@ -61,6 +61,10 @@ type SandboxInfo struct {
 	// AllowInternetAccess and Network are the egress rules in force.
 	AllowInternetAccess *bool         `json:"allowInternetAccess,omitempty"`
 	Network             *NetworkRules `json:"network,omitempty"`
+	// KillReason is set, with State "killed", for a sandbox that died on
+	// its own: "out of memory", "process limit", "crashed" or "killed".
+	KillReason string    `json:"killReason,omitempty"`
+	KilledAt   time.Time `json:"killedAt,omitzero"`
 }
 
 // CreateOptions are the parameters of CreateSandbox. The zero value of every
@@ -89,9 +93,12 @@ type CreateOptions struct {
 	// Network are the egress rules (see NetworkRules); nil states none (a
 	// snapshot's are then inherited).
 	Network *NetworkRules
-	// CPUCount and MemoryMB size the sandbox (forkbox extensions).
+	// CPUCount and MemoryMB size the sandbox (forkbox extensions); the
+	// server refuses sizes beyond its per-sandbox limits.
 	CPUCount int
 	MemoryMB int
+	// DiskSizeMB is checked against the server's per-sandbox disk limit.
+	DiskSizeMB int
 }
 
 type autoResume struct {
@@ -111,6 +118,7 @@ type createRequest struct {
 	EnvVars       map[string]string `json:"envVars,omitempty"`
 	CPUCount      int               `json:"cpuCount,omitempty"`
 	MemoryMB      int               `json:"memoryMB,omitempty"`
+	DiskSizeMB    int               `json:"diskSizeMB,omitempty"`
 }
 
 // CreateSandbox starts a sandbox (POST /sandboxes).
@@ -121,7 +129,7 @@ func (c *Client) CreateSandbox(ctx context.Context, o CreateOptions) (*Sandbox, 
 	req := createRequest{
 		TemplateID: o.TemplateID, Timeout: seconds(o.Timeout), AutoPause: o.AutoPause,
 		Secure: o.Secure, AllowInternet: o.AllowInternet, Metadata: o.Metadata,
-		EnvVars: o.EnvVars, CPUCount: o.CPUCount, MemoryMB: o.MemoryMB, Network: o.Network,
+		EnvVars: o.EnvVars, CPUCount: o.CPUCount, MemoryMB: o.MemoryMB, Network: o.Network, DiskSizeMB: o.DiskSizeMB,
 	}
 	if o.AutoResume {
 		req.AutoResume = &autoResume{Enabled: true}

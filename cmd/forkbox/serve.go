@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/forkbox/forkbox/internal/daemon"
+	"github.com/forkbox/forkbox/internal/sandbox"
 	"github.com/forkbox/forkbox/internal/template"
 )
 
@@ -36,6 +37,9 @@ func serve(cmd *cobra.Command, _ []string) error {
 	}
 	mirrors, _ := f.GetStringArray("registry-mirror")
 	insecure, _ := f.GetStringArray("insecure-registry")
+	maxCPUs, _ := f.GetInt("max-sandbox-cpus")
+	maxMem, _ := f.GetInt("max-sandbox-memory")
+	maxDisk, _ := f.GetInt("max-sandbox-disk")
 	return daemon.Run(cmd.Context(), daemon.Options{
 		Listen: str("listen"), DataDir: str("data-dir"), TemplateDir: str("template-dir"),
 		Domain: str("domain"), RunscPath: str("runsc"), AgentPath: str("agent"),
@@ -43,6 +47,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		SweepInterval: sweep, DefaultTimeout: timeout, NetworkIndex: netIndex, PoolSize: poolSize, Standby: standby, CloneConcurrency: cloneConc,
 		MaxSandboxes:  maxSandboxes,
 		HostHugePages: hugePages, Egress: eg, RegistryMirrors: mirrors, InsecureRegistries: insecure,
+		Limits: sandbox.Limits{MaxCPUs: maxCPUs, MaxMemoryMB: maxMem, MaxDiskMB: maxDisk},
 		Logger: log, Out: cmd.ErrOrStderr(),
 	})
 }

@@ -66,5 +66,6 @@ a sandbox created from a snapshot continues from exactly that state.`,
 	f.StringVar(&image, "image", "", "start from this OCI image (pulled and made a template once), not a template")
 	f.IntVar(&o.CPUCount, "cpu", 0, "number of vCPUs (0: server default)")
 	f.IntVar(&o.MemoryMB, "memory", 0, "memory in MiB (0: server default)")
+	f.IntVar(&o.DiskSizeMB, "disk", 0, "disk in MiB, checked against the server's limit (0: the template's)")
 	return cmd
 }

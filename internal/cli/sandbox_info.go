@@ -23,12 +23,16 @@ func (a *app) sandboxInfoCmd() *cobra.Command {
 			if a.json {
 				return a.printJSON(s)
 			}
-			return fields(a.stdout, [][2]string{
+			rows := [][2]string{
 				{"Sandbox ID", s.SandboxID}, {"Template", s.TemplateID}, {"State", s.State},
 				{"Started", formatTime(s.StartedAt)}, {"Ends", formatTime(s.EndAt)},
 				{"CPUs", fmt.Sprint(s.CPUCount)}, {"Memory MB", fmt.Sprint(s.MemoryMB)},
 				{"Envd", orDash(s.EnvdVersion)}, {"Metadata", orDash(formatKV(s.Metadata))},
-			})
+			}
+			if s.KillReason != "" {
+				rows = append(rows, [2]string{"Killed", s.KillReason + " at " + formatTime(s.KilledAt)})
+			}
+			return fields(a.stdout, rows)
 		},
 	}
 }

@@ -51,6 +51,9 @@ SIGTERM; paused sandboxes and snapshots survive restarts in --data-dir.`,
 	f.Int("pool-size", 2, "sandboxes per built-in template kept restored ahead of time, so a create is a hand-over (0: none)")
 	f.Int("max-sandboxes", 0, "sandboxes running at once; more creates, resumes, forks and clones answer 429 "+
 		"(0: from host memory, (MemTotal − 2 GiB) / 128 MiB, at most 200)")
+	f.Int("max-sandbox-cpus", 0, "most CPUs one sandbox may ask for (cpuCount); larger requests get 400 (0: the host's CPUs)")
+	f.Int("max-sandbox-memory", 0, "most memory in MiB one sandbox may ask for (memoryMB); larger requests get 400 (0: the host's memory)")
+	f.Int("max-sandbox-disk", 0, "largest disk in MiB one sandbox may ask for (diskSizeMB); larger requests get 400 (0: the free disk under --data-dir)")
 	f.Int("network-index", 0, "give this daemon its own sandbox subnet 10.(201+N).0.0/16 (for several daemons on one host)")
 	f.StringSlice("egress-open", nil, "forbidden range (private, link-local…) sandbox egress rules may allow, as a CIDR; repeatable")
 	f.String("egress-dns", "", "DNS server (host:port) the egress proxy resolves allowOut host names with (default: the host's resolver)")

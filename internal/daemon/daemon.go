@@ -63,6 +63,9 @@ type Options struct {
 	// HTTP (loopback ones always may).
 	RegistryMirrors    []string
 	InsecureRegistries []string
+	// Limits bound each sandbox's request; zero fields default to the
+	// host's CPUs, memory and free disk under DataDir (limits.go).
+	Limits sandbox.Limits
 	// SweepInterval and DefaultTimeout tune TTL handling.
 	SweepInterval  time.Duration
 	DefaultTimeout time.Duration
@@ -135,7 +138,12 @@ func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.St
 	if err != nil {
 		return nil, err
 	}
+	limits, err := sandboxLimits(o)
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := sandbox.New(sandbox.Config{
+		Limits:  limits,
 		Runtime: rt, Store: st, Logger: o.Logger, Events: events, Observer: obs, MaxSandboxes: o.MaxSandboxes,
 		DefaultTimeout: o.DefaultTimeout, SweepInterval: o.SweepInterval,
 		AgentArgs: []string{template.AgentInRootFS}, ClientID: hostname(),

@@ -60,7 +60,11 @@ func (o *op) end(ctx context.Context, to State, update func(*entry)) error {
 		update(e)
 	}
 	err := m.persistLocked(ctx, e)
-	if to == StateKilled {
+	switch to {
+	case StateRunning:
+		m.watchExitLocked(e.rec.ID) // a new incarnation, or the same one again
+	case StateKilled:
+		m.unwatchExitLocked(e.rec.ID)
 		delete(m.boxes, e.rec.ID)
 	}
 	if e.done != nil {

@@ -38,6 +38,9 @@ type CreateRequest struct {
 	// CPUCount and MemoryMB override the template's limits when > 0.
 	CPUCount int
 	MemoryMB int
+	// DiskSizeMB is the writable filesystem's size asked for (checked
+	// against Config.Limits; the template's size is what a sandbox gets).
+	DiskSizeMB int
 }
 
 // Create starts a new sandbox from a template and returns it running, its
@@ -49,6 +52,9 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (_ *Sandbox, er
 	}
 	ttl, err := m.ttl(req.Timeout)
 	if err != nil {
+		return nil, err
+	}
+	if err := m.cfg.Limits.check(req); err != nil {
 		return nil, err
 	}
 	tpl, err := m.st.GetTemplate(ctx, req.TemplateID)

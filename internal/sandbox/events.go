@@ -108,7 +108,7 @@ func withEventLog(cfg *Config) error {
 // Logs returns sandbox id's events that q selects, after collecting what
 // its agent has to add.
 func (m *Manager) Logs(ctx context.Context, id string, q eventlog.Query) ([]eventlog.Event, error) {
-	sb, err := m.Get(ctx, id)
+	sb, err := m.Describe(ctx, id) // a sandbox that died keeps its log
 	if err != nil {
 		return nil, err
 	}

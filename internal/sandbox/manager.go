@@ -75,6 +75,9 @@ type Config struct {
 	// NetworkOpened are the forbidden ranges (netpolicy.Forbidden) the
 	// operator lets egress rules allow.
 	NetworkOpened []netip.Prefix
+	// Limits bound each sandbox's cpuCount, memoryMB and diskSizeMB
+	// (limits.go); zero fields are unbounded.
+	Limits Limits
 }
 
 // Manager owns the sandboxes of this host. It is safe for concurrent use.
@@ -104,6 +107,9 @@ type Manager struct {
 
 	// evictSem bounds concurrent evictions.
 	evictSem chan struct{}
+
+	// exits waits on running sandboxes' supervisors (exits.go).
+	exits exitWatch
 }
 
 // records is what the Manager needs of the store (a *store.Store); tests

@@ -83,6 +83,7 @@ func (m *Manager) fillPool(ctx context.Context, tplID string) {
 			return
 		}
 		m.pool.put(tplID, rec.ID)
+		m.watchPooled(ctx, tplID, rec.ID)
 	}
 }
 

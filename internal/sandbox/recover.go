@@ -122,6 +122,9 @@ func (m *Manager) adopt(e *entry, st State) error {
 	defer m.mu.Unlock()
 	e.state = st
 	m.boxes[e.rec.ID] = e
+	if st == StateRunning {
+		m.watchExitLocked(e.rec.ID)
+	}
 	return m.persistLocked(context.Background(), e)
 }
 

@@ -49,6 +49,11 @@ type Sandbox struct {
 	Rollbacks []Rollback
 	// Error says why a sandbox died, for diagnostics.
 	Error string
+	// KillReason, for a sandbox that died on its own (exits.go), is why:
+	// "out of memory", "process limit", "crashed" or "killed"; KilledAt is
+	// when the daemon learnt of it.
+	KillReason string
+	KilledAt   time.Time
 }
 
 // Rollback records one in-place restore of a sandbox to a snapshot.
@@ -86,6 +91,7 @@ func sandboxOf(r *store.Sandbox, st State) *Sandbox {
 		EnvdAccessToken: r.EnvdAccessToken, TrafficAccessToken: r.TrafficAccessToken,
 		StartedAt: r.StartedAt, EndAt: r.EndAt, ParentID: r.ParentID, Origin: Origin(r.Origin),
 		Rollbacks: rollbacksOf(r.Rollbacks), Error: r.Error,
+		KillReason: r.KillReason, KilledAt: r.KilledAt,
 	}
 }
 

@@ -26,6 +26,7 @@ type createBody struct {
 	EnvVars             map[string]string `json:"envVars"`
 	CPUCount            int               `json:"cpuCount"`
 	MemoryMB            int               `json:"memoryMB"`
+	DiskSizeMB          int               `json:"diskSizeMB"`
 }
 
 // networkBody is the part of SandboxNetworkConfig forkbox understands.
@@ -83,9 +84,6 @@ func (b *createBody) request(alwaysSecure bool) (sandbox.CreateRequest, error) {
 	if b.TemplateID == "" {
 		return sandbox.CreateRequest{}, fmt.Errorf("templateID is required: %w", errdefs.ErrInvalidArgument)
 	}
-	if b.CPUCount < 0 || b.MemoryMB < 0 {
-		return sandbox.CreateRequest{}, fmt.Errorf("cpuCount and memoryMB must not be negative: %w", errdefs.ErrInvalidArgument)
-	}
 	filesOnly, err := b.autoPauseFilesOnly()
 	if err != nil {
 		return sandbox.CreateRequest{}, err
@@ -94,7 +92,7 @@ func (b *createBody) request(alwaysSecure bool) (sandbox.CreateRequest, error) {
 		TemplateID: b.TemplateID, AutoPause: b.AutoPause, AutoResume: b.AutoResume.Enabled,
 		Secure: b.Secure || alwaysSecure || b.privateTraffic(), AllowInternet: b.allowInternet(),
 		Metadata: b.Metadata, EnvVars: b.EnvVars, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
-		PrivateTraffic: b.privateTraffic(), Network: b.networkRules(), AutoPauseFilesOnly: filesOnly,
+		DiskSizeMB: b.DiskSizeMB, PrivateTraffic: b.privateTraffic(), Network: b.networkRules(), AutoPauseFilesOnly: filesOnly,
 	}
 	if b.Timeout != nil {
 		d, err := seconds("timeout", *b.Timeout)

@@ -39,7 +39,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, alwaysSecure boo
 
 // getSandbox is GET /sandboxes/{id}.
 func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) {
-	sb, err := s.mgr.Get(r.Context(), r.PathValue("id"))
+	sb, err := s.mgr.Describe(r.Context(), r.PathValue("id"))
 	if err != nil {
 		writeError(w, err)
 		return

@@ -58,6 +58,10 @@ type detailJSON struct {
 	Domain              *string       `json:"domain"`
 	Lifecycle           lifecycleJSON `json:"lifecycle"`
 	Network             *networkJSON  `json:"network,omitempty"`
+	// KillReason and KilledAt are forkbox's: set (with state "killed")
+	// for a sandbox that died on its own.
+	KillReason string `json:"killReason,omitempty"`
+	KilledAt   string `json:"killedAt,omitempty"`
 }
 
 // metricJSON is the SandboxMetric schema.
@@ -130,6 +134,9 @@ func (s *Server) toDetail(sb *sandbox.Sandbox) detailJSON {
 	}
 	if sb.Secure {
 		out.EnvdAccessToken = sb.EnvdAccessToken
+	}
+	if sb.KillReason != "" {
+		out.KillReason, out.KilledAt = sb.KillReason, wireTime(sb.KilledAt)
 	}
 	return out
 }

@@ -59,6 +59,11 @@ type Sandbox struct {
 	RuntimeName string `json:"runtime,omitempty"`
 	// Error records why a sandbox was marked dead, for diagnostics.
 	Error string `json:"error,omitempty"`
+	// KillReason says why a sandbox that died on its own was killed ("out
+	// of memory", "process limit", "crashed", "killed"); "" otherwise.
+	KillReason string `json:"killReason,omitempty"`
+	// KilledAt is when the daemon learnt of that death.
+	KilledAt time.Time `json:"killedAt,omitzero"`
 }
 
 // Rollback records one in-place restore of a sandbox to a snapshot.

@@ -32,6 +32,7 @@
     listBusy: false,
     metricsBusy: false,
     errors: new Map(),  // source → message, shown in the banner
+    deaths: [],         // sandboxes that died on their own: {id, reason, at}
   };
 
   // ---------- small DOM helpers ----------
@@ -188,6 +189,34 @@
 
   const enc = encodeURIComponent;
 
+  // ---------- deaths ----------
+
+  // noteDeaths asks the API about sandboxes gone from the list since the
+  // last refresh: one that died on its own answers state "killed" with a
+  // killReason (out of memory, process limit, crashed, killed).
+  async function noteDeaths(before) {
+    const now = new Set(state.sandboxes.map((x) => x.sandboxID));
+    for (const id of before.filter((x) => !now.has(x))) {
+      try {
+        const r = await api("GET", "/sandboxes/" + enc(id));
+        if (r.data && r.data.killReason) {
+          state.deaths.unshift({ id, reason: r.data.killReason, at: r.data.killedAt });
+          state.deaths.length = Math.min(state.deaths.length, 20);
+        }
+      } catch (e) { /* killed on request: 404, nothing to show */ }
+    }
+    renderDeaths();
+  }
+
+  function renderDeaths() {
+    const box = $("deaths");
+    box.hidden = state.deaths.length === 0;
+    $("deaths-list").replaceChildren(...state.deaths.map((d) => el("li", {},
+      el("code", { text: d.id }), " killed: ",
+      el("strong", { class: "warn", text: d.reason }),
+      el("span", { class: "muted", text: " · " + localTime(d.at) }))));
+  }
+
   // ---------- refresh loops ----------
 
   async function refreshLists() {
@@ -198,7 +227,9 @@
         getAll("/v2/sandboxes?state=running,paused&limit=100"),
         getAll("/snapshots?limit=100"),
       ]);
+      const before = state.sandboxes.map((x) => x.sandboxID);
       state.sandboxes = sbs.sort((a, b) => (parseTime(b.startedAt) || 0) - (parseTime(a.startedAt) || 0));
+      noteDeaths(before);
       state.snapshots = snaps;
       setError("list", "");
       setStatus(true, "connected · " + new Date().toLocaleTimeString());

@@ -1,0 +1,96 @@
+package sandbox
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/runtime"
+)
+
+// A sandbox whose supervisor dies on its own is killed at once, with the
+// reason, visible through Describe; it leaves nothing in the runtime and
+// the data plane refuses it.
+func TestDeadSandboxIsKilledWithReason(t *testing.T) {
+	for _, reason := range []runtime.ExitReason{
+		runtime.ExitOutOfMemory, runtime.ExitProcessLimit, runtime.ExitCrashed, runtime.ExitKilled,
+	} {
+		t.Run(string(reason), func(t *testing.T) {
+			e := newEnv(t)
+			ctx := context.Background()
+			sb := e.create(t, CreateRequest{})
+			other := e.create(t, CreateRequest{})
+			died := time.Now()
+			if err := e.rt.KillWith(sb.ID, reason); err != nil {
+				t.Fatal(err)
+			}
+			got := waitDescribed(t, e, sb.ID)
+			t.Logf("death → killed in %v", time.Since(died))
+			if got.State != StateKilled || got.KillReason != string(reason) || got.KilledAt.IsZero() {
+				t.Fatalf("Describe = state %s reason %q at %v; want killed, %q", got.State, got.KillReason, got.KilledAt, reason)
+			}
+			if _, err := e.m.Get(ctx, sb.ID); !errdefs.IsNotFound(err) {
+				t.Errorf("Get of a dead sandbox: %v, want ErrNotFound", err)
+			}
+			if _, err := e.m.Dial(ctx, sb.ID, 49983); !errdefs.IsNotFound(err) {
+				t.Errorf("Dial of a dead sandbox: %v, want ErrNotFound", err)
+			}
+			if ids := e.runtimeIDs(t); len(ids) != 1 || ids[0] != other.ID {
+				t.Errorf("runtime holds %v, want only %s", ids, other.ID)
+			}
+			if n := e.count(t, other.ID); n != 1 {
+				t.Errorf("the other sandbox's count = %d", n)
+			}
+			e.shutdown(t)
+		})
+	}
+}
+
+// The exits of the Manager's own operations are not deaths: a pause stops
+// the sandbox, a rollback replaces it; afterwards a death is still seen.
+func TestOwnStopsAreNotDeaths(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sb := e.create(t, CreateRequest{})
+	if err := e.m.Pause(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(t, sb.ID, StatePaused)
+	if _, _, err := e.m.Connect(ctx, sb.ID, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := e.m.Snapshot(ctx, sb.ID, SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.Rollback(ctx, sb.ID, snap.ID); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // a wrongly seen death would be handled by now
+	if got, err := e.m.Get(ctx, sb.ID); err != nil || got.State != StateRunning {
+		t.Fatalf("after pause, resume, snapshot and rollback: %+v, %v; want running", got, err)
+	}
+	if err := e.rt.KillWith(sb.ID, runtime.ExitOutOfMemory); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitDescribed(t, e, sb.ID); got.KillReason != string(runtime.ExitOutOfMemory) {
+		t.Fatalf("reason after rollback = %q", got.KillReason)
+	}
+}
+
+// waitDescribed waits up to a second for id to be recorded dead.
+func waitDescribed(t *testing.T, e *env, id string) *Sandbox {
+	t.Helper()
+	deadline := time.Now().Add(time.Second)
+	for {
+		sb, err := e.m.Describe(context.Background(), id)
+		if err == nil && sb.State == StateKilled {
+			return sb
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sandbox %s not killed a second after its death: %+v, %v", id, sb, err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
