@@ -107,7 +107,9 @@ func clientEnv(d *daemontest.Daemon) []string {
 		}
 		env = append(env, kv)
 	}
-	return env
+	// limits.test.mjs kills a sandbox's runsc process from outside, found
+	// through the runtime's handle under the data dir.
+	return append(env, "FORKBOX_DATA_DIR="+d.DataDir)
 }
 
 // jsTestFiles lists test/e2e/js/*.test.mjs.
