@@ -2,10 +2,12 @@ package sandbox
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/eventlog"
 	"github.com/forkbox/forkbox/internal/runtime"
 )
 
@@ -29,6 +31,12 @@ func TestDeadSandboxIsKilledWithReason(t *testing.T) {
 			t.Logf("death → killed in %v", time.Since(died))
 			if got.State != StateKilled || got.KillReason != string(reason) || got.KilledAt.IsZero() {
 				t.Fatalf("Describe = state %s reason %q at %v; want killed, %q", got.State, got.KillReason, got.KilledAt, reason)
+			}
+			evs, err := e.m.Logs(ctx, sb.ID, eventlog.Query{})
+			if err != nil || !slices.ContainsFunc(evs, func(ev eventlog.Event) bool {
+				return ev.Message == "sandbox died" && ev.Fields["reason"] == string(reason)
+			}) {
+				t.Errorf("Logs of a dead sandbox = %+v, %v; want a \"sandbox died\" entry", evs, err)
 			}
 			if _, err := e.m.Get(ctx, sb.ID); !errdefs.IsNotFound(err) {
 				t.Errorf("Get of a dead sandbox: %v, want ErrNotFound", err)
