@@ -127,7 +127,7 @@ func (m *Manager) killDead(ctx context.Context, id string, ex runtime.Exit) erro
 		return err
 	}
 	e := o.e
-	m.log.Warn("sandbox died", "sandbox", id, "reason", string(ex.Reason), "detail", ex.Detail)
+	m.log.Error("sandbox died", "sandbox", id, "reason", string(ex.Reason), "detail", ex.Detail)
 	m.mu.Lock()
 	e.rec.KillReason, e.rec.KilledAt = string(ex.Reason), ex.At
 	e.rec.Error = fmt.Sprintf("killed: %s: %s", ex.Reason, ex.Detail)

@@ -48,7 +48,7 @@ func (m *Manager) destroy(ctx context.Context, o *op) error {
 	err := o.done(ctx, StateKilled, func(e *entry) { e.rec.ImageDir = "" })
 	m.log.Info("sandbox killed", "sandbox", id)
 	// A sandbox that died on its own keeps its log: it says why (Logs).
-	if e.rec.KillReason == "" {
+	if o.e.rec.KillReason == "" {
 		if err := m.cfg.Events.Remove(id); err != nil {
 			m.log.Error("remove event log", "id", id, "err", err)
 		}

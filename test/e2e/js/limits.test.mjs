@@ -100,7 +100,8 @@ test('a sandbox killed from outside is killed with its reason within 1 s; comman
   assert.deepEqual(await dp.json(), { message: 'The sandbox was not found', sandboxId: id, code: 502 })
   const logs = await api('GET', `/v2/sandboxes/${id}/logs`)
   assert.equal(logs.status, 200)
-  assert.ok(logs.body.logs.some((l) => l.level === 'error' && /killed/.test(l.message)), JSON.stringify(logs.body))
+  assert.ok(logs.body.logs.some((l) => l.level === 'error' && l.message === 'sandbox died' && l.fields.reason === 'killed'),
+    JSON.stringify(logs.body))
   const listed = await api('GET', '/v2/sandboxes')
   assert.ok(!listed.body.some((s) => s.sandboxID === id), 'a dead sandbox is not listed')
   created.delete(id)
