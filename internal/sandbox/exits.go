@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/runtime"
@@ -122,16 +123,26 @@ func (m *Manager) sandboxExited(ctx context.Context, id string, seq uint64, ex r
 // what it held (network, cgroups, data-plane connections, its claim on a
 // clone's snapshot).
 func (m *Manager) killDead(ctx context.Context, id string, ex runtime.Exit) error {
+	// The reason is on the record before the claim makes the sandbox show
+	// as killed, so no reader sees "killed" without it; a claim lost to
+	// another operation takes it back.
+	m.mu.Lock()
+	e, ok := m.boxes[id]
+	if ok && e.state == StateRunning {
+		e.rec.KillReason, e.rec.KilledAt = string(ex.Reason), ex.At
+		e.rec.Error = fmt.Sprintf("killed: %s: %s", ex.Reason, ex.Detail)
+	}
+	m.mu.Unlock()
 	o, err := m.claim(ctx, id, StateKilling, StateRunning)
 	if err != nil {
+		m.mu.Lock()
+		if ok && e.state != StateKilling && e.state != StateKilled {
+			e.rec.KillReason, e.rec.KilledAt, e.rec.Error = "", time.Time{}, ""
+		}
+		m.mu.Unlock()
 		return err
 	}
-	e := o.e
 	m.log.Error("sandbox died", "sandbox", id, "reason", string(ex.Reason), "detail", ex.Detail)
-	m.mu.Lock()
-	e.rec.KillReason, e.rec.KilledAt = string(ex.Reason), ex.At
-	e.rec.Error = fmt.Sprintf("killed: %s: %s", ex.Reason, ex.Detail)
-	m.mu.Unlock()
 	return m.destroy(ctx, o)
 }
 
