@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/forkbox/forkbox/client"
 )
@@ -64,8 +65,13 @@ a sandbox created from a snapshot continues from exactly that state.`,
 	f.BoolVar(&autoResum, "auto-resume", false, "resume automatically when traffic arrives while paused")
 	f.BoolVar(&o.Secure, "secure", false, "require the sandbox access token on the data plane")
 	f.StringVar(&image, "image", "", "start from this OCI image (pulled and made a template once), not a template")
+	sizeFlags(f, &o)
+	return cmd
+}
+
+// sizeFlags adds the flags that size a new sandbox.
+func sizeFlags(f *pflag.FlagSet, o *client.CreateOptions) {
 	f.IntVar(&o.CPUCount, "cpu", 0, "number of vCPUs (0: server default)")
 	f.IntVar(&o.MemoryMB, "memory", 0, "memory in MiB (0: server default)")
 	f.IntVar(&o.DiskSizeMB, "disk", 0, "disk in MiB, checked against the server's limit (0: the template's)")
-	return cmd
 }

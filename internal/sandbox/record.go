@@ -43,8 +43,9 @@ func (m *Manager) newRecord(req CreateRequest, tpl *store.Template, ttl time.Dur
 		CPUCount: tpl.CPUCount, MemoryMB: tpl.MemoryMB, DiskSizeMB: tpl.DiskSizeMB,
 		EnvdVersion: m.cfg.EnvdVersion, AutoPause: req.AutoPause, AutoResume: req.AutoResume,
 		AutoPauseFilesOnly: req.AutoPauseFilesOnly,
-		Secure: req.Secure || req.PrivateTraffic, PrivateTraffic: req.PrivateTraffic, AllowInternet: req.AllowInternet == nil || *req.AllowInternet,
-		StartedAt: now, EndAt: now.Add(ttl), Origin: string(OriginCreate), RuntimeName: m.rt.Name(),
+		Secure:             req.Secure || req.PrivateTraffic, PrivateTraffic: req.PrivateTraffic,
+		AllowInternet: req.AllowInternet == nil || *req.AllowInternet,
+		StartedAt:     now, EndAt: now.Add(ttl), Origin: string(OriginCreate), RuntimeName: m.rt.Name(),
 		RootFS: tpl.RootFS, AgentArgs: tpl.AgentArgs,
 	}
 	if len(tpl.Aliases) > 0 {

@@ -83,8 +83,8 @@ type image struct {
 }
 
 var (
-	_ runtime.Runtime      = (*Runtime)(nil)
-	_ runtime.Checkpointer = (*Runtime)(nil)
+	_ runtime.Runtime         = (*Runtime)(nil)
+	_ runtime.Checkpointer    = (*Runtime)(nil)
 	_ runtime.FilesystemSaver = (*Runtime)(nil)
 )
 
