@@ -15,7 +15,7 @@ GOTEST_FLAGS ?= -count=1 -timeout 25m
 # The packages whose tests also run under the race detector (Manager, proxy).
 RACE_PKGS  := ./internal/sandbox ./internal/server
 # Fuzz targets (package:Target) and how long `make fuzz` runs each.
-FUZZ_TARGETS := ./internal/server:FuzzRESTDecoders ./internal/server:FuzzDataPlaneTarget ./internal/agent:FuzzSignedURL
+FUZZ_TARGETS := ./internal/server:FuzzRESTDecoders ./internal/server:FuzzDataPlaneTarget ./internal/guest/agent:FuzzSignedURL
 FUZZTIME   ?= 15s
 
 .PHONY: all build deps deps-serve serve test test-race fuzz template bench clean

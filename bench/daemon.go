@@ -17,7 +17,7 @@ import (
 
 	"github.com/forkbox/forkbox/client"
 	"github.com/forkbox/forkbox/internal/daemon"
-	"github.com/forkbox/forkbox/internal/daemonproc"
+	"github.com/forkbox/forkbox/internal/daemon/daemonproc"
 )
 
 // networkIndex keeps the bench daemon's sandbox networks (10.208.0.0/16,

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/client"
-	"github.com/forkbox/forkbox/internal/daemonproc"
+	"github.com/forkbox/forkbox/internal/daemon/daemonproc"
 )
 
 // fbBench measures forkbox through its Go SDK: REST control API and the

@@ -29,7 +29,7 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/client"
-	"github.com/forkbox/forkbox/internal/daemonproc"
+	"github.com/forkbox/forkbox/internal/daemon/daemonproc"
 )
 
 type config struct {

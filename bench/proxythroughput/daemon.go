@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/forkbox/forkbox/internal/daemonproc"
+	"github.com/forkbox/forkbox/internal/daemon/daemonproc"
 )
 
 // daemon is the `forkbox serve` this program started.

@@ -12,8 +12,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/forkbox/forkbox/internal/agent"
-	"github.com/forkbox/forkbox/internal/codeinterp"
+	"github.com/forkbox/forkbox/internal/guest/agent"
+	"github.com/forkbox/forkbox/internal/guest/codeinterp"
 )
 
 func main() {

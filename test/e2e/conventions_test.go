@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/forkbox/forkbox/internal/daemontest"
+	"github.com/forkbox/forkbox/internal/daemon/daemontest"
 )
 
 // Settings of the TLS daemon of TestConventions. The SDK builds

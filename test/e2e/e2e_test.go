@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forkbox/forkbox/internal/daemonproc"
-	"github.com/forkbox/forkbox/internal/daemontest"
+	"github.com/forkbox/forkbox/internal/daemon/daemonproc"
+	"github.com/forkbox/forkbox/internal/daemon/daemontest"
 )
 
 // jsTimeout bounds one JS test file (node's own per-test timeouts are 60 s).

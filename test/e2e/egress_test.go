@@ -25,7 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/forkbox/forkbox/client"
-	"github.com/forkbox/forkbox/internal/daemontest"
+	"github.com/forkbox/forkbox/internal/daemon/daemontest"
 )
 
 // The outside world of the egress test: namespace egr-out, joined to the

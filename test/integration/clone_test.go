@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/client"
-	"github.com/forkbox/forkbox/internal/daemontest"
+	"github.com/forkbox/forkbox/internal/daemon/daemontest"
 )
 
 // TestCloneRunning: N=3 clones inherit the past, are isolated from each

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/client"
-	"github.com/forkbox/forkbox/internal/daemontest"
+	"github.com/forkbox/forkbox/internal/daemon/daemontest"
 	"github.com/forkbox/forkbox/internal/runtime/gvisor"
 )
 

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/client"
-	"github.com/forkbox/forkbox/internal/daemonproc"
-	"github.com/forkbox/forkbox/internal/daemontest"
+	"github.com/forkbox/forkbox/internal/daemon/daemonproc"
+	"github.com/forkbox/forkbox/internal/daemon/daemontest"
 	"github.com/forkbox/forkbox/internal/runtime/gvisor"
 )
 

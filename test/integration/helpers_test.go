@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/client"
-	"github.com/forkbox/forkbox/internal/daemontest"
+	"github.com/forkbox/forkbox/internal/daemon/daemontest"
 )
 
 // stateScript holds a random token and a counter in a Python process's

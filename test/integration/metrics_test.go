@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/client"
-	"github.com/forkbox/forkbox/internal/daemontest"
+	"github.com/forkbox/forkbox/internal/daemon/daemontest"
 )
 
 // TestPrometheusMetrics scrapes the daemon's /metrics after a create, a

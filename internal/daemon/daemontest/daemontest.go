@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forkbox/forkbox/internal/daemonproc"
+	"github.com/forkbox/forkbox/internal/daemon/daemonproc"
 )
 
 // Daemon is a running `forkbox serve` process.

@@ -17,7 +17,7 @@ import (
 	"github.com/forkbox/forkbox/api/gen/filesystem/filesystemconnect"
 	pb "github.com/forkbox/forkbox/api/gen/process"
 	"github.com/forkbox/forkbox/api/gen/process/processconnect"
-	"github.com/forkbox/forkbox/internal/agent"
+	"github.com/forkbox/forkbox/internal/guest/agent"
 )
 
 // testAgent is an agent serving on a loopback port plus clients for it.

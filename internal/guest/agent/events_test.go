@@ -8,7 +8,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/forkbox/forkbox/internal/agent"
+	"github.com/forkbox/forkbox/internal/guest/agent"
 )
 
 type eventJSON struct {

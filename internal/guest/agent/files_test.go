@@ -21,7 +21,7 @@ import (
 	"connectrpc.com/connect"
 
 	pb "github.com/forkbox/forkbox/api/gen/process"
-	"github.com/forkbox/forkbox/internal/agent"
+	"github.com/forkbox/forkbox/internal/guest/agent"
 )
 
 // do sends a request and returns status and body.

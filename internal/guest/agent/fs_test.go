@@ -12,7 +12,7 @@ import (
 	"connectrpc.com/connect"
 
 	fspb "github.com/forkbox/forkbox/api/gen/filesystem"
-	"github.com/forkbox/forkbox/internal/agent"
+	"github.com/forkbox/forkbox/internal/guest/agent"
 )
 
 func TestFilesystemRPCs(t *testing.T) {

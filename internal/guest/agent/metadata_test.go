@@ -17,7 +17,7 @@ import (
 	"github.com/pkg/xattr"
 
 	fspb "github.com/forkbox/forkbox/api/gen/filesystem"
-	"github.com/forkbox/forkbox/internal/agent"
+	"github.com/forkbox/forkbox/internal/guest/agent"
 )
 
 // uploadedMeta is one entry of a POST /files answer with its metadata.

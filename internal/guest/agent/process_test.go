@@ -9,7 +9,7 @@ import (
 	"connectrpc.com/connect"
 
 	pb "github.com/forkbox/forkbox/api/gen/process"
-	"github.com/forkbox/forkbox/internal/agent"
+	"github.com/forkbox/forkbox/internal/guest/agent"
 )
 
 func TestStartCollectsOutput(t *testing.T) {

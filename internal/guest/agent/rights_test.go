@@ -13,7 +13,7 @@ import (
 	"connectrpc.com/connect"
 
 	fspb "github.com/forkbox/forkbox/api/gen/filesystem"
-	"github.com/forkbox/forkbox/internal/agent"
+	"github.com/forkbox/forkbox/internal/guest/agent"
 )
 
 // TestUserRights checks that the files API and the filesystem service act
