@@ -58,8 +58,7 @@ func (m *Manager) PauseFilesystem(ctx context.Context, id string) error {
 	}
 	go func() {
 		start := m.now()
-		m.finishFilesystemPause(context.WithoutCancel(ctx), o)
-		m.observe(OpPause, start, m.endedIn(id, StatePaused))
+		m.observe(OpPause, start, m.finishFilesystemPause(context.WithoutCancel(ctx), o))
 	}()
 	return nil
 }
@@ -67,7 +66,7 @@ func (m *Manager) PauseFilesystem(ctx context.Context, id string) error {
 // finishFilesystemPause saves the sandbox's files, releases its runtime
 // side and marks it paused. If the save fails the sandbox is left running
 // (or, if it cannot be thawed, killed).
-func (m *Manager) finishFilesystemPause(ctx context.Context, o *op) {
+func (m *Manager) finishFilesystemPause(ctx context.Context, o *op) error {
 	id := o.id()
 	start := m.now()
 	ref := images.Pause(id)
@@ -78,18 +77,19 @@ func (m *Manager) finishFilesystemPause(ctx context.Context, o *op) {
 		m.log.Error("pause failed; sandbox stays running", "sandbox", id, "memory", false, "err", err)
 		if terr := m.rt.Thaw(ctx, id); terr == nil {
 			o.fail(ctx, err, StateRunning, nil)
-			return
+			return err
 		}
 		m.destroy(ctx, o)
-		return
+		return err
 	}
 	if err := m.rt.Delete(ctx, id); err != nil && !errdefs.IsNotFound(err) {
 		m.log.Error("release paused sandbox", "sandbox", id, "err", err)
 	}
 	if err := o.done(ctx, StatePaused, func(e *entry) { e.rec.ImageDir = dir }); err != nil {
-		return
+		return err
 	}
 	m.log.Info("sandbox paused", "sandbox", id, "memory", false, "took", m.now().Sub(start))
+	return nil
 }
 
 // saveFilesystemImage writes id's files as image ref, the sandbox frozen
@@ -212,6 +212,5 @@ func (m *Manager) observeAutoPause(ctx context.Context, o *op, op Operation) {
 		return
 	}
 	start := m.now()
-	m.finishFilesystemPause(ctx, o)
-	m.observe(op, start, m.endedIn(o.id(), StatePaused))
+	m.observe(op, start, m.finishFilesystemPause(ctx, o))
 }

@@ -40,12 +40,12 @@ func (m *Manager) observe(op Operation, start time.Time, err error) {
 	}
 }
 
-// finishPauseObserved is finishPause reported as op: it succeeded if the
-// sandbox ended paused.
+// finishPauseObserved is finishPause reported as op, with the outcome
+// finishPause returns (reading the state afterwards would race the next
+// claim, e.g. a clone of the freshly paused sandbox).
 func (m *Manager) finishPauseObserved(ctx context.Context, o *op, op Operation) {
 	start := m.now()
-	m.finishPause(ctx, o)
-	m.observe(op, start, m.endedIn(o.id(), StatePaused))
+	m.observe(op, start, m.finishPause(ctx, o))
 }
 
 // endedIn says whether sandbox id is in state want (killed: gone), as an

@@ -33,8 +33,8 @@ func (m *Manager) Pause(ctx context.Context, id string) error {
 
 // finishPause checkpoints the sandbox, releases its runtime side and marks
 // it paused. If the checkpoint fails the sandbox is left running (or, if it
-// stopped running, killed).
-func (m *Manager) finishPause(ctx context.Context, o *op) {
+// stopped running, killed). It returns why the sandbox did not end paused.
+func (m *Manager) finishPause(ctx context.Context, o *op) error {
 	id := o.id()
 	start := m.now()
 	ref := images.Pause(id)
@@ -44,16 +44,17 @@ func (m *Manager) finishPause(ctx context.Context, o *op) {
 		m.log.Error("pause failed; sandbox stays running", "sandbox", id, "err", err)
 		if info, ierr := m.rt.Info(ctx, id); ierr == nil && info.State == runtime.StateRunning {
 			o.fail(ctx, err, StateRunning, nil)
-			return
+			return err
 		}
 		m.destroy(ctx, o)
-		return
+		return err
 	}
 	if err := m.rt.Delete(ctx, id); err != nil && !errdefs.IsNotFound(err) {
 		m.log.Error("release paused sandbox", "sandbox", id, "err", err)
 	}
 	if err := o.done(ctx, StatePaused, func(e *entry) { e.rec.ImageDir = dir }); err != nil {
-		return
+		return err
 	}
 	m.log.Info("sandbox paused", "sandbox", id, "took", m.now().Sub(start))
+	return nil
 }
