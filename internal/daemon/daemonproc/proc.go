@@ -250,6 +250,7 @@ func (p *Proc) Stop(ctx context.Context) error {
 		errs = append(errs, p.KillAll(kctx))
 		cancel()
 		errs = append(errs, p.terminate())
+		errs = append(errs, killLeftovers(p.DataDir))
 	}
 	detachBelow(p.DataDir)
 	return errors.Join(errs...)

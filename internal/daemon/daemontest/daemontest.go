@@ -178,7 +178,9 @@ func (d *Daemon) Restart() {
 func (d *Daemon) Stop() { d.stopped.Do(d.stop) }
 
 func (d *Daemon) stop() {
-	d.p.Stop(context.Background())
+	if err := d.p.Stop(context.Background()); err != nil {
+		d.t.Logf("daemontest: stop: %v", err)
+	}
 	if live.Add(-1) == 0 {
 		// The daemon keeps its firewall table across restarts on purpose
 		// (sandboxes stay isolated while it is down). Once this process's
