@@ -13,23 +13,20 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/forkbox/forkbox/bench/benchd"
 	"github.com/forkbox/forkbox/client"
-	"github.com/forkbox/forkbox/internal/daemon/daemonproc"
 )
 
 type config struct {
@@ -75,12 +72,12 @@ type result struct {
 }
 
 func run(ctx context.Context, c config) error {
-	d, err := startDaemon(ctx, c)
+	d, err := benchd.Start(ctx, benchd.Options{Bin: c.bin, TemplateDir: c.templateDir, NetworkIndex: c.networkIndex, Name: "fspause"})
 	if err != nil {
 		return err
 	}
-	defer d.stop()
-	cl := client.New(d.proc.URL, d.proc.APIKey)
+	defer d.Stop()
+	cl := client.New(d.URL, d.Key)
 	res := map[string]*result{}
 	for _, sz := range sizes {
 		for _, files := range []bool{false, true} {
@@ -108,7 +105,7 @@ func key(sz size, files bool) string {
 // cycle creates a sandbox, pauses it (the pause is done when its log says
 // "sandbox paused"), measures the stored image and resumes it until a
 // command answers.
-func cycle(ctx context.Context, cl *client.Client, d *daemon, sz size, files bool, r *result) error {
+func cycle(ctx context.Context, cl *client.Client, d *benchd.Daemon, sz size, files bool, r *result) error {
 	sb, err := cl.CreateSandbox(ctx, client.CreateOptions{TemplateID: "base", Timeout: 10 * time.Minute})
 	if err != nil {
 		return err
@@ -133,7 +130,7 @@ func cycle(ctx context.Context, cl *client.Client, d *daemon, sz size, files boo
 		return err
 	}
 	r.pause = append(r.pause, ms(time.Since(t0)))
-	r.image = append(r.image, float64(dirSize(filepath.Join(d.proc.DataDir, "images", "paused", sb.SandboxID)))/(1<<20))
+	r.image = append(r.image, float64(dirSize(filepath.Join(d.DataDir, "images", "paused", sb.SandboxID)))/(1<<20))
 	t0 = time.Now()
 	sb2, err := cl.Connect(ctx, sb.SandboxID, 10*time.Minute)
 	if err != nil {
@@ -233,41 +230,4 @@ func report(c config, res map[string]*result) {
 		}
 	}
 	fmt.Println()
-}
-
-// daemon is the `forkbox serve` this program started.
-type daemon struct {
-	tmp          string
-	networkIndex int
-	proc         *daemonproc.Proc
-}
-
-func startDaemon(ctx context.Context, c config) (*daemon, error) {
-	tmp, err := os.MkdirTemp("", "forkbox-fspausebench-")
-	if err != nil {
-		return nil, err
-	}
-	d := &daemon{tmp: tmp, networkIndex: c.networkIndex}
-	d.proc, err = daemonproc.Start(ctx, daemonproc.Options{
-		Bin: c.bin, DataDir: filepath.Join(tmp, "data"), TemplateDir: c.templateDir,
-		Args:         []string{"--network-index", strconv.Itoa(c.networkIndex)},
-		LogPath:      filepath.Join(tmp, "daemon.log"),
-		ReadyTimeout: 5 * time.Minute,
-		StopTimeout:  15 * time.Second,
-		SysProcAttr:  &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM},
-	})
-	if err != nil {
-		os.RemoveAll(tmp)
-		return nil, fmt.Errorf("start daemon: %w", err)
-	}
-	return d, nil
-}
-
-func (d *daemon) stop() {
-	if err := d.proc.Stop(context.Background()); err != nil && !errors.Is(err, context.Canceled) {
-		slog.Warn("stop daemon", "err", err)
-	}
-	exec.Command("nft", "delete", "table", "inet", fmt.Sprintf("forkbox%d", d.networkIndex)).Run()
-	daemonproc.UnmountUnder(d.tmp)
-	os.RemoveAll(d.tmp)
 }

@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -29,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/forkbox/forkbox/bench/benchd"
 	"github.com/forkbox/forkbox/client"
 )
 
@@ -59,12 +59,12 @@ func main() {
 }
 
 func run(ctx context.Context, c config) error {
-	d, err := startDaemon(ctx, c)
+	d, err := benchd.Start(ctx, benchd.Options{Bin: c.bin, TemplateDir: c.templateDir, NetworkIndex: c.networkIndex, Name: "proxy"})
 	if err != nil {
 		return err
 	}
-	defer d.stop()
-	cl := client.New(d.url, d.key)
+	defer d.Stop()
+	cl := client.New(d.URL, d.Key)
 	sb, err := cl.CreateSandbox(ctx, client.CreateOptions{TemplateID: "base", Timeout: 30 * time.Minute})
 	if err != nil {
 		return fmt.Errorf("create sandbox: %w", err)
@@ -75,15 +75,15 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	defer stopServer()
-	addr, err := d.sandboxAddr(sb.SandboxID)
+	addr, err := d.SandboxAddr(sb.SandboxID)
 	if err != nil {
 		return err
 	}
 	paths := []path{
-		{name: "through the proxy", url: d.url + "/blob", host: fmt.Sprintf("%d-%s.forkbox.bench", c.port, sb.SandboxID)},
+		{name: "through the proxy", url: d.URL + "/blob", host: fmt.Sprintf("%d-%s.forkbox.bench", c.port, sb.SandboxID)},
 		{name: "straight to the sandbox", url: fmt.Sprintf("http://%s:%d/blob", addr, c.port)},
 	}
-	if err := measure(ctx, paths, c, d.proc.Pid()); err != nil {
+	if err := measure(ctx, paths, c, d.Proc.Pid()); err != nil {
 		return err
 	}
 	report(os.Stdout, paths, c)
@@ -239,5 +239,3 @@ func loadAvg() string {
 	f := strings.Fields(string(b))
 	return strings.Join(f[:min(3, len(f))], " ")
 }
-
-var errNoHandle = errors.New("no runtime handle for the sandbox")

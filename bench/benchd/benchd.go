@@ -1,0 +1,127 @@
+// Package benchd starts the `forkbox serve` a stand-alone benchmark program
+// measures: a temporary data dir, its own sandbox network index, the cached
+// templates, and a stop that leaves nothing of it on the host.
+package benchd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/forkbox/forkbox/internal/daemon/daemonproc"
+)
+
+// Options says which daemon to start.
+type Options struct {
+	// Bin is the directory of forkbox, forkbox-agent and runsc.
+	Bin string
+	// TemplateDir holds the cached templates the daemon starts from.
+	TemplateDir string
+	// NetworkIndex is the daemon's sandbox network (10.(201+N).0.0/16);
+	// each benchmark program has its own so they never clean each other up.
+	NetworkIndex int
+	// Name goes into the temporary dir's name (forkbox-<name>bench-…).
+	Name string
+	// Args are extra `serve` flags.
+	Args []string
+}
+
+// Daemon is a running benchmark daemon.
+type Daemon struct {
+	// URL and Key reach its control API.
+	URL, Key string
+	// DataDir is its data directory.
+	DataDir string
+	// LogPath is where its log goes.
+	LogPath string
+	// Proc is the process handle.
+	Proc *daemonproc.Proc
+
+	tmp          string
+	networkIndex int
+}
+
+// Start runs `<bin>/forkbox serve` on a fresh temporary data dir and waits
+// until it answers /health. The daemon dies with this program (Pdeathsig).
+func Start(ctx context.Context, o Options) (*Daemon, error) {
+	tmp, err := os.MkdirTemp("", "forkbox-"+o.Name+"bench-")
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{DataDir: filepath.Join(tmp, "data"), LogPath: filepath.Join(tmp, "daemon.log"),
+		tmp: tmp, networkIndex: o.NetworkIndex}
+	slog.Info("starting daemon", "log", d.LogPath)
+	d.Proc, err = daemonproc.Start(ctx, daemonproc.Options{
+		Bin: o.Bin, DataDir: d.DataDir, TemplateDir: o.TemplateDir,
+		Args:         append([]string{"--network-index", strconv.Itoa(o.NetworkIndex)}, o.Args...),
+		LogPath:      d.LogPath,
+		ReadyTimeout: 5 * time.Minute,
+		StopTimeout:  15 * time.Second,
+		SysProcAttr:  &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM},
+	})
+	if err != nil {
+		d.removeTmp()
+		return nil, fmt.Errorf("start daemon: %w", err)
+	}
+	d.URL, d.Key = d.Proc.URL, d.Proc.APIKey
+	slog.Info("daemon ready", "url", d.URL)
+	return d, nil
+}
+
+// Stop kills the daemon's sandboxes, terminates it, removes its firewall
+// table (a daemon keeps it across restarts on purpose; a benchmark's daemon
+// is gone for good), unmounts what its runtime left and removes the dir.
+func (d *Daemon) Stop() {
+	if err := d.Proc.Stop(context.Background()); err != nil && !errors.Is(err, context.Canceled) {
+		slog.Warn("stop daemon", "err", err)
+	}
+	if err := exec.Command("nft", "delete", "table", "inet", fmt.Sprintf("forkbox%d", d.networkIndex)).Run(); err != nil {
+		slog.Debug("delete daemon firewall table", "err", err)
+	}
+	d.removeTmp()
+}
+
+func (d *Daemon) removeTmp() {
+	daemonproc.UnmountUnder(d.tmp)
+	if err := os.RemoveAll(d.tmp); err != nil {
+		slog.Warn("remove bench dir", "dir", d.tmp, "err", err)
+	}
+}
+
+// ErrNoHandle says the runtime has no handle (yet) for a sandbox.
+var ErrNoHandle = errors.New("no runtime handle for the sandbox")
+
+// SandboxAddr reads the sandbox's address from the runtime's handle
+// (<data>/runtime/sandboxes/<runtime id>/handle.json, field addr).
+func (d *Daemon) SandboxAddr(id string) (string, error) {
+	files, err := filepath.Glob(filepath.Join(d.DataDir, "runtime", "sandboxes", "*", "handle.json"))
+	if err != nil {
+		return "", err
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		var h struct {
+			ID   string `json:"id"`
+			Addr string `json:"addr"`
+		}
+		if err := json.Unmarshal(b, &h); err != nil {
+			return "", fmt.Errorf("%s: %w", f, err)
+		}
+		if strings.HasPrefix(h.ID, id) && h.Addr != "" {
+			return h.Addr, nil
+		}
+	}
+	return "", fmt.Errorf("sandbox %s in %s: %w", id, d.DataDir, ErrNoHandle)
+}
