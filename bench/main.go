@@ -199,6 +199,9 @@ func runForkbox(ctx context.Context, cfg config, res *Results, tmp string) error
 	if cfg.want("codeinterp") { // forkbox only: raw runsc has no counterpart
 		steps = append(steps, step{"codeinterp", fb.benchCodeInterp})
 	}
+	if cfg.want("dataframe") {
+		steps = append(steps, step{"dataframe", fb.benchDataFrame})
+	}
 	for _, s := range steps {
 		if ctx.Err() != nil {
 			return ctx.Err()

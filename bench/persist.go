@@ -146,7 +146,7 @@ func (b *fbBench) benchClone(ctx context.Context, sz size) {
 		key := fmt.Sprintf("clone.%s.%d", sz.name, k)
 		var wall samples
 		for range b.cfg.cloneReps {
-			d, err := b.cloneOnce(ctx, src.SandboxID, k)
+			d, err := b.cloneOnce(ctx, src.SandboxID, k, echoesHi)
 			if err != nil {
 				b.fail(err, key)
 				break
@@ -168,7 +168,16 @@ func cloneKeys(sz size) []string {
 	return ks
 }
 
-func (b *fbBench) cloneOnce(ctx context.Context, id string, k int) (time.Duration, error) {
+// echoesHi waits until the sandbox answers echo.
+func echoesHi(ctx context.Context, sb *client.Sandbox) error {
+	_, err := echoUntil(ctx, sb.Conn())
+	return err
+}
+
+// cloneOnce clones id k times (strict) and returns the wall time until
+// answers succeeded in every clone, run concurrently; the clones are killed
+// afterwards.
+func (b *fbBench) cloneOnce(ctx context.Context, id string, k int, answers func(context.Context, *client.Sandbox) error) (time.Duration, error) {
 	t0 := time.Now()
 	res, err := b.c.Clone(ctx, id, client.CloneOptions{Count: k, Strict: true, Timeout: sandboxTTL})
 	if err != nil {
@@ -185,7 +194,7 @@ func (b *fbBench) cloneOnce(ctx context.Context, id string, k int) (time.Duratio
 	var wg sync.WaitGroup
 	errs := make([]error, k)
 	for i, sb := range res.Sandboxes {
-		wg.Go(func() { _, errs[i] = echoUntil(ctx, sb.Conn()) })
+		wg.Go(func() { errs[i] = answers(ctx, sb) })
 	}
 	wg.Wait()
 	d := time.Since(t0)
