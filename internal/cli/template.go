@@ -56,5 +56,6 @@ cached layer, showing progress (step n/m, cache hits, pull progress) as it goes.
 	f.String("template-dir", "", "directory of the cached templates (default <data-dir>/templates)")
 	f.String("agent", "", "path of the forkbox-agent binary (default: next to forkbox)")
 	cmd.AddCommand(build, a.templateListCmd(), a.templateDeleteCmd())
+	cmd.AddCommand(a.templateTagCmds()...)
 	return cmd
 }

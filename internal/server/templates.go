@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -26,6 +27,8 @@ func (s *Server) templateRoutes(mux *http.ServeMux) {
 		{"GET /templates", s.listTemplates},
 		{"GET /v2/templates", s.listTemplates},
 		{"GET /templates/{id}", s.getTemplate},
+		{"POST /templates/tags", s.assignTemplateTags},
+		{"DELETE /templates/tags", s.removeTemplateTags},
 		// GET /templates/aliases/{alias} and GET /templates/{id}/tags
 		// overlap as patterns: one route tells them apart.
 		{"GET /templates/{id}/{sub}", s.templateSub},
@@ -82,8 +85,12 @@ func (s *Server) requestTemplateBuild(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	tags := []string{}
+	if n := len(rec.Builds); n > 0 {
+		tags = rec.Builds[n-1].Tags
+	}
 	writeJSON(w, http.StatusAccepted, templateCreatedJSON{
-		TemplateID: rec.ID, BuildID: buildID, Names: rec.Names, Aliases: rec.Names, Tags: rec.Tags,
+		TemplateID: rec.ID, BuildID: buildID, Names: rec.Names, Aliases: rec.Names, Tags: tags,
 	})
 }
 
@@ -159,26 +166,43 @@ type buildInfoJSON struct {
 	Reason     *build.Reason    `json:"reason,omitempty"`
 }
 
-// templateBuildStatus is GET …/builds/{buildID}/status?logsOffset&limit&level.
-func (s *Server) templateBuildStatus(w http.ResponseWriter, r *http.Request) {
+// buildLogQuery is what the status and logs routes share: the build,
+// its log entries at the asked level or above, and the page limit.
+type buildLogQuery struct {
+	build   *build.Build
+	entries []build.LogEntry
+	limit   int
+	q       url.Values
+}
+
+// parseBuildLogQuery fetches the build of the request's path and reads
+// its level and limit parameters.
+func (s *Server) parseBuildLogQuery(r *http.Request) (*buildLogQuery, error) {
 	b, err := s.cfg.Templates.Status(r.Context(), r.PathValue("id"), r.PathValue("buildID"))
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
 	q := r.URL.Query()
-	offset, err := intParam(q.Get("logsOffset"), 0)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
 	limit, err := intParam(q.Get("limit"), maxLogPage)
 	if err != nil {
+		return nil, err
+	}
+	return &buildLogQuery{build: b, entries: filterLevel(b.Logs, q.Get("level")), limit: min(limit, maxLogPage), q: q}, nil
+}
+
+// templateBuildStatus is GET …/builds/{buildID}/status?logsOffset&limit&level.
+func (s *Server) templateBuildStatus(w http.ResponseWriter, r *http.Request) {
+	lq, err := s.parseBuildLogQuery(r)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
-	entries := filterLevel(b.Logs, q.Get("level"))
-	page := pageOf(entries, offset, min(max(limit, 0), maxLogPage))
+	offset, err := intParam(lq.q.Get("logsOffset"), 0)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	b, page := lq.build, pageOf(lq.entries, offset, lq.limit)
 	out := buildInfoJSON{TemplateID: r.PathValue("id"), BuildID: b.ID, Status: b.Status, LogEntries: page, Logs: []string{}, Reason: b.Reason}
 	for _, e := range page {
 		out.Logs = append(out.Logs, e.Timestamp.Format(time.RFC3339)+" "+e.Message)
@@ -188,35 +212,28 @@ func (s *Server) templateBuildStatus(w http.ResponseWriter, r *http.Request) {
 
 // templateBuildLogs is GET …/builds/{buildID}/logs?cursor&limit&direction&level.
 func (s *Server) templateBuildLogs(w http.ResponseWriter, r *http.Request) {
-	b, err := s.cfg.Templates.Status(r.Context(), r.PathValue("id"), r.PathValue("buildID"))
+	lq, err := s.parseBuildLogQuery(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	q := r.URL.Query()
-	cursor, err := intParam(q.Get("cursor"), 0)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	limit, err := intParam(q.Get("limit"), maxLogPage)
+	cursor, err := intParam(lq.q.Get("cursor"), 0)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	var sel []build.LogEntry
-	backward := q.Get("direction") == "backward"
-	for _, e := range filterLevel(b.Logs, q.Get("level")) {
+	backward := lq.q.Get("direction") == "backward"
+	for _, e := range lq.entries {
 		ms := e.Timestamp.UnixMilli()
 		if cursor == 0 || (!backward && ms >= int64(cursor)) || (backward && ms <= int64(cursor)) {
 			sel = append(sel, e)
 		}
 	}
-	limit = min(max(limit, 0), maxLogPage)
-	if backward && len(sel) > limit {
-		sel = sel[len(sel)-limit:]
+	if backward && len(sel) > lq.limit {
+		sel = sel[len(sel)-lq.limit:]
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"logs": pageOf(sel, 0, limit)})
+	writeJSON(w, http.StatusOK, map[string]any{"logs": pageOf(sel, 0, lq.limit)})
 }
 
 func intParam(v string, def int) (int, error) {

@@ -136,26 +136,6 @@ func (s *Server) templateAlias(w http.ResponseWriter, r *http.Request, alias str
 	writeJSON(w, http.StatusOK, map[string]any{"templateID": t.ID, "public": true})
 }
 
-// templateTags is GET /templates/{id}/tags → [{tag, buildID, createdAt}].
-func (s *Server) templateTags(w http.ResponseWriter, r *http.Request) {
-	rec, err := s.cfg.Templates.Get(r.Context(), r.PathValue("id"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	out := []map[string]any{}
-	last := ""
-	for _, b := range rec.Builds {
-		if b.Status == build.StatusReady {
-			last = b.ID
-		}
-	}
-	for _, t := range rec.Tags {
-		out = append(out, map[string]any{"tag": t, "buildID": last, "createdAt": rec.UpdatedAt})
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
 // deleteAnyTemplate is DELETE /templates/{id}: a user-built template (its
 // files stay while sandboxes and snapshots use them), else a snapshot.
 func (s *Server) deleteAnyTemplate(w http.ResponseWriter, r *http.Request) {

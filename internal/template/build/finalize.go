@@ -39,7 +39,7 @@ func (j *job) finalize(ctx context.Context) error {
 	} else if err := j.capture(ctx, meta, cpu, mem, image); err != nil {
 		return err
 	}
-	return j.s.publish(ctx, j.tplID, meta, &store.Template{
+	return j.s.publish(ctx, j, meta, &store.Template{
 		ID: j.tplID, Kind: store.KindTemplate, RootFS: meta.RootFS, CPUCount: cpu, MemoryMB: mem,
 		DiskSizeMB: 1024, ImageDir: image, CreatedAt: time.Now().UTC(), AgentArgs: j.s.cfg.AgentArgs,
 		Version: key[:16],
@@ -149,31 +149,33 @@ func (j *job) startAndWait(ctx context.Context, b *box, meta *Meta) error {
 	}
 }
 
-// publish records the built template (store record with its names) and
-// the record's settings.
-func (s *Service) publish(ctx context.Context, id string, meta *Meta, tpl *store.Template) error {
+// publish records the built template: the build's store template, the
+// tags it was requested with (they now name it), the record's settings.
+func (s *Service) publish(ctx context.Context, j *job, meta *Meta, tpl *store.Template) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.records[id]
+	r := s.records[j.tplID]
 	if r == nil {
-		return fmt.Errorf("template %s was deleted during its build: %w", id, errdefs.ErrNotFound)
+		return fmt.Errorf("template %s was deleted during its build: %w", j.tplID, errdefs.ErrNotFound)
 	}
-	tpl.Aliases = aliases(r)
+	b := findBuild(r, j.buildID)
+	if b == nil {
+		return fmt.Errorf("build %s of template %s: %w", j.buildID, j.tplID, errdefs.ErrNotFound)
+	}
 	if r.CPUCount > 0 {
 		tpl.CPUCount = r.CPUCount
 	}
-	if err := s.cfg.Store.PutTemplate(ctx, tpl); err != nil {
+	// The build is ready from here on: syncLocked publishes the latest
+	// ready build, and finish keeps the status.
+	b.Published, b.Status = tpl, StatusReady
+	now := time.Now().UTC()
+	for _, t := range b.Tags {
+		setTag(r, t, TagRef{BuildID: b.ID, CreatedAt: now})
+	}
+	if err := s.syncLocked(ctx, r); err != nil {
+		b.Published, b.Status = nil, StatusBuilding
 		return err
 	}
 	r.Meta = meta
 	return s.saveLocked(r)
-}
-
-// aliases are the names sandboxes may be created by: name and name:tag.
-func aliases(r *Record) []string {
-	out := append([]string(nil), r.Names...)
-	for _, t := range r.Tags {
-		out = append(out, r.Names[0]+":"+t)
-	}
-	return out
 }

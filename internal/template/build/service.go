@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -64,6 +65,9 @@ type Record struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 	Builds    []*Build  `json:"builds"`
 	Meta      *Meta     `json:"meta,omitempty"` // of the ready build
+	// TagBuilds says which build each tag names (Tags lists the same
+	// tags, in the order they were first given).
+	TagBuilds map[string]TagRef `json:"tagBuilds,omitempty"`
 }
 
 // Build is one build of a template.
@@ -76,6 +80,17 @@ type Build struct {
 	FinishedAt time.Time  `json:"finishedAt,omitzero"`
 	Steps      int        `json:"steps"`
 	CacheHits  int        `json:"cacheHits"`
+	// Tags are the tags the build was requested with: they name it once
+	// it is ready.
+	Tags []string `json:"tags,omitempty"`
+	// Layers and Image are the content keys of the layers and the image
+	// the build made or reused: the template's references in the image
+	// store (a deleted template's content goes when nothing else uses it).
+	Layers []string `json:"layers,omitempty"`
+	Image  string   `json:"image,omitempty"`
+	// Published is the store template sandboxes of a ready build start
+	// from (StoreID is the template's own id for its latest ready build).
+	Published *store.Template `json:"published,omitempty"`
 }
 
 // Reason says why a build failed and at which step ("base", "1"…, "finalize").
@@ -186,6 +201,7 @@ func (s *Service) load() error {
 				b.FinishedAt = time.Now().UTC()
 			}
 		}
+		migrateTags(&r)
 		s.records[r.ID] = &r
 		s.saveLocked(&r)
 	}
@@ -255,13 +271,11 @@ func (s *Service) RequestBuild(ctx context.Context, req Request) (*Record, strin
 	if id := s.running[r.ID]; id != "" {
 		return nil, "", fmt.Errorf("template %s is already building (build %s): %w", name, id, errdefs.ErrConflict)
 	}
-	for _, t := range tags {
-		if !contains(r.Tags, t) {
-			r.Tags = append(r.Tags, t)
-		}
+	if err := checkTags(tags); err != nil {
+		return nil, "", err
 	}
 	r.CPUCount, r.MemoryMB = req.CPUCount, req.MemoryMB
-	b := &Build{ID: newBuildID(), Status: StatusWaiting, CreatedAt: time.Now().UTC()}
+	b := &Build{ID: newBuildID(), Status: StatusWaiting, CreatedAt: time.Now().UTC(), Tags: tags}
 	r.Builds = append(r.Builds, b)
 	r.UpdatedAt = b.CreatedAt
 	if err := s.saveLocked(r); err != nil {
@@ -291,7 +305,7 @@ func (s *Service) byNameLocked(ref string) *Record {
 	}
 	name, tag, _ := strings.Cut(ref, ":")
 	for _, r := range s.records {
-		if len(r.Names) > 0 && r.Names[0] == name && (tag == "" || contains(r.Tags, tag)) {
+		if len(r.Names) > 0 && r.Names[0] == name && (tag == "" || r.TagBuilds[tag].BuildID != "") {
 			return r
 		}
 	}
@@ -352,8 +366,10 @@ func (s *Service) Delete(ctx context.Context, ref string) error {
 	if id := s.running[r.ID]; id != "" {
 		return fmt.Errorf("template %s is building (build %s): %w", r.ID, id, errdefs.ErrConflict)
 	}
-	if err := s.cfg.Store.DeleteTemplate(ctx, r.ID); err != nil && !errdefs.IsNotFound(err) {
-		return err
+	for _, id := range storeIDsLocked(r) {
+		if err := s.cfg.Store.DeleteTemplate(ctx, id); err != nil && !errdefs.IsNotFound(err) {
+			return err
+		}
 	}
 	delete(s.records, r.ID)
 	os.Remove(filepath.Join(s.cfg.Dir, "records", r.ID+".json"))
@@ -365,6 +381,7 @@ func cloneRecord(r *Record) *Record {
 	c := *r
 	c.Names = append([]string(nil), r.Names...)
 	c.Tags = append([]string(nil), r.Tags...)
+	c.TagBuilds = maps.Clone(r.TagBuilds)
 	c.Builds = nil
 	for _, b := range r.Builds {
 		bc := *b
@@ -409,9 +426,15 @@ func (s *Service) Builtins(ctx context.Context) ([]*BuiltinInfo, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	mine := map[string]bool{}
+	for _, r := range s.records {
+		for _, id := range storeIDsLocked(r) {
+			mine[id] = true
+		}
+	}
 	var out []*BuiltinInfo
 	for _, t := range all {
-		if _, mine := s.records[t.ID]; !mine {
+		if !mine[t.ID] {
 			out = append(out, builtinInfo(t))
 		}
 	}
