@@ -37,6 +37,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 	}
 	mirrors, _ := f.GetStringArray("registry-mirror")
 	insecure, _ := f.GetStringArray("insecure-registry")
+	readyTimeout, _ := f.GetDuration("template-ready-timeout")
 	maxCPUs, _ := f.GetInt("max-sandbox-cpus")
 	maxMem, _ := f.GetInt("max-sandbox-memory")
 	maxDisk, _ := f.GetInt("max-sandbox-disk")
@@ -46,7 +47,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		TLSListen: str("tls-listen"), TLSCert: str("tls-cert"), TLSKey: str("tls-key"),
 		SweepInterval: sweep, DefaultTimeout: timeout, NetworkIndex: netIndex, PoolSize: poolSize, Standby: standby, CloneConcurrency: cloneConc,
 		MaxSandboxes:  maxSandboxes,
-		HostHugePages: hugePages, Egress: eg, RegistryMirrors: mirrors, InsecureRegistries: insecure,
+		HostHugePages: hugePages, Egress: eg, RegistryMirrors: mirrors, InsecureRegistries: insecure, TemplateReadyTimeout: readyTimeout,
 		Limits: sandbox.Limits{MaxCPUs: maxCPUs, MaxMemoryMB: maxMem, MaxDiskMB: maxDisk},
 		Logger: log, Out: cmd.ErrOrStderr(),
 	})

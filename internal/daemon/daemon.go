@@ -63,6 +63,9 @@ type Options struct {
 	// HTTP (loopback ones always may).
 	RegistryMirrors    []string
 	InsecureRegistries []string
+	// TemplateReadyTimeout bounds a template build's ready command
+	// (--template-ready-timeout; 0: build.DefaultReadyTimeout).
+	TemplateReadyTimeout time.Duration
 	// Limits bound each sandbox's request; zero fields default to the
 	// host's CPUs, memory and free disk under DataDir (limits.go).
 	Limits sandbox.Limits

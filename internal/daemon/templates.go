@@ -41,6 +41,6 @@ func newBuilds(ctx context.Context, o Options, rt runtime.Runtime, st *store.Sto
 	return build.New(build.Config{
 		Runtime: rt, Store: st, Images: images, Uploads: uploads, Dir: dir,
 		AgentPath: o.AgentPath, AgentArgs: []string{template.AgentInRootFS},
-		BaseTemplate: template.BaseID, ImageSalt: salt, Logger: o.Logger,
+		BaseTemplate: template.BaseID, ImageSalt: salt, Logger: o.Logger, ReadyTimeout: o.TemplateReadyTimeout,
 	})
 }

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -15,9 +13,9 @@ import (
 	"github.com/forkbox/forkbox/internal/store"
 )
 
-// ReadyTimeout bounds how long a template's ready command may take to
-// succeed.
-var ReadyTimeout = 120 * time.Second
+// DefaultReadyTimeout bounds how long a template's ready command may take
+// to succeed when Config.ReadyTimeout is zero.
+const DefaultReadyTimeout = 120 * time.Second
 
 // startLog is where the start command's output goes inside the sandbox.
 const startLog = "/tmp/.forkbox-start.log"
@@ -33,10 +31,10 @@ func (j *job) finalize(ctx context.Context) error {
 	cpu, mem := j.limits()
 	key := j.hashKey("image", j.key, j.spec.StartCmd, j.spec.ReadyCmd, meta.User, meta.Workdir, j.envKey(),
 		strings.Join(j.s.cfg.AgentArgs, " "), fmt.Sprint(cpu, mem), j.s.cfg.ImageSalt)
-	image := filepath.Join(j.s.cfg.Dir, "images", key)
-	if exists(image) {
+	image := j.s.content.Path(imageRef(key))
+	if j.useImage(key) {
 		j.logf("info", "CACHED start-ready image")
-	} else if err := j.capture(ctx, meta, cpu, mem, image); err != nil {
+	} else if err := j.capture(ctx, meta, cpu, mem, key); err != nil {
 		return err
 	}
 	return j.s.publish(ctx, j, meta, &store.Template{
@@ -68,7 +66,7 @@ func (j *job) meta() (*Meta, error) {
 	return &Meta{Env: env, User: user, Workdir: wd, RootFS: j.rootfs}, nil
 }
 
-func (j *job) capture(ctx context.Context, meta *Meta, cpu, mem int, image string) error {
+func (j *job) capture(ctx context.Context, meta *Meta, cpu, mem int, key string) error {
 	cp, ok := j.s.cfg.Runtime.(runtime.Checkpointer)
 	if !ok {
 		return fmt.Errorf("runtime %s cannot checkpoint: %w", j.s.cfg.Runtime.Name(), errdefs.ErrUnavailable)
@@ -89,23 +87,25 @@ func (j *job) capture(ctx context.Context, meta *Meta, cpu, mem int, image strin
 	if err := j.startAndWait(ctx, b, meta); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(image), 0o755); err != nil {
-		return err
-	}
-	tmp := image + ".tmp-" + b.id
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
+	tmp, err := j.s.content.Create(imageRef(key))
+	if err != nil {
 		return err
 	}
 	t0 := time.Now()
 	if err := cp.Checkpoint(ctx, b.id, tmp, runtime.CheckpointOptions{}); err != nil {
-		os.RemoveAll(tmp)
+		j.s.content.Abort(tmp)
 		return fmt.Errorf("capture the template's sandbox: %w", err)
 	}
-	if err := os.Rename(tmp, image); err != nil {
-		os.RemoveAll(tmp)
-		if !exists(image) {
-			return err
-		}
+	commit := func() error { return j.s.content.Commit(imageRef(key), tmp) }
+	if on, ok := j.s.content.RefOf(meta.RootFS); ok {
+		commit = func() error { return j.s.content.CommitOn(imageRef(key), tmp, on) }
+	}
+	if err := commit(); err != nil {
+		j.s.content.Abort(tmp)
+		return err
+	}
+	if !j.useImage(key) {
+		return fmt.Errorf("image %s vanished after its commit", short(key))
 	}
 	j.logf("info", "Captured memory and files in %s", time.Since(t0).Round(time.Millisecond))
 	return nil
@@ -126,7 +126,11 @@ func (j *job) startAndWait(ctx context.Context, b *box, meta *Meta) error {
 		return nil
 	}
 	j.logf("info", "Waiting for ready command: %s", j.spec.ReadyCmd)
-	deadline := time.Now().Add(ReadyTimeout)
+	timeout := j.s.cfg.ReadyTimeout
+	if timeout <= 0 {
+		timeout = DefaultReadyTimeout
+	}
+	deadline := time.Now().Add(timeout)
 	for {
 		var out bytes.Buffer
 		code, err := b.exec(ctx, client.ExecOptions{Shell: j.spec.ReadyCmd, User: meta.User, Cwd: meta.Workdir},
@@ -139,7 +143,7 @@ func (j *job) startAndWait(ctx context.Context, b *box, meta *Meta) error {
 			var slog bytes.Buffer
 			b.exec(ctx, client.ExecOptions{Cmd: []string{"tail", "-n", "20", startLog}, User: "root"}, func(l string) { slog.WriteString(l + "\n") })
 			return fmt.Errorf("ready command '%s' did not succeed within %s (last exit %d %v): %s; start command output: %s",
-				j.spec.ReadyCmd, ReadyTimeout, code, err, strings.TrimSpace(out.String()), strings.TrimSpace(slog.String()))
+				j.spec.ReadyCmd, timeout, code, err, strings.TrimSpace(out.String()), strings.TrimSpace(slog.String()))
 		}
 		select {
 		case <-ctx.Done():

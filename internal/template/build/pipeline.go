@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -138,6 +137,10 @@ func (j *job) run(ctx context.Context) {
 		j.logf("info", "Build finished in %s (%d of %d steps cached)", time.Since(start).Round(time.Millisecond), j.hits, len(j.spec.Steps))
 	}
 	j.s.finish(ctx, j, err)
+	// Older builds' layers are free now, and a failed build's unused ones.
+	if _, err := j.s.Collect(ctx); err != nil {
+		j.s.log.Warn("template content collection after a build", "err", err)
+	}
 }
 
 func (j *job) pipeline(ctx context.Context) error {
@@ -172,8 +175,6 @@ func (j *job) hashKey(parts ...string) string {
 	return hex.EncodeToString(h[:])
 }
 
-func (s *Service) layerDir(key string) string { return filepath.Join(s.cfg.Dir, "layers", key) }
-
 func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
@@ -203,16 +204,14 @@ func (j *job) runStep(ctx context.Context, st dockerfile.Step) error {
 		return nil
 	}
 	key := j.hashKey(StepKey(j.key, st))
-	dir := j.s.layerDir(key)
-	if exists(dir) {
+	if j.useLayer(key) {
 		j.hits++
-		j.key, j.rootfs = key, dir
 		j.logf("info", "CACHED [%s/%d] %s", j.step, len(j.spec.Steps), label)
 		return nil
 	}
 	j.logf("info", "[%s/%d] %s", j.step, len(j.spec.Steps), label)
 	t0 := time.Now()
-	scratch, err := j.copyLayer()
+	scratch, copied, err := j.copyLayer()
 	if err != nil {
 		return err
 	}
@@ -224,10 +223,9 @@ func (j *job) runStep(ctx context.Context, st dockerfile.Step) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(filepath.Join(j.work, scratch), dir); err != nil && !exists(dir) {
-		return fmt.Errorf("store layer: %w", err)
+	if err := j.commitLayer(filepath.Join(j.work, scratch), key, copied); err != nil {
+		return err
 	}
-	j.key, j.rootfs = key, dir
 	j.logf("info", "[%s/%d] done in %s", j.step, len(j.spec.Steps), time.Since(t0).Round(time.Millisecond))
 	return nil
 }
@@ -255,22 +253,6 @@ func resolveDir(cur, dir string) string {
 		cur = "/"
 	}
 	return filepath.Join(cur, dir)
-}
-
-// copyLayer copies the current layer into a scratch directory of the
-// build's work dir and returns its name there.
-func (j *job) copyLayer() (string, error) {
-	if err := os.MkdirAll(j.work, 0o755); err != nil {
-		return "", err
-	}
-	name := j.step
-	dst := filepath.Join(j.work, name)
-	os.RemoveAll(dst)
-	out, err := exec.Command("cp", "-a", "--reflink=auto", j.rootfs, dst).CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("copy layer: %v: %s", err, strings.TrimSpace(string(out)))
-	}
-	return name, nil
 }
 
 // finish records the build's outcome.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/oci"
 	"github.com/forkbox/forkbox/internal/runtime"
 	"github.com/forkbox/forkbox/internal/store"
@@ -51,7 +52,9 @@ type Config struct {
 	// ImageSalt names what template images depend on besides the build
 	// (the runsc binary and its flags): a new runsc captures anew.
 	ImageSalt string
-	Logger    *slog.Logger
+	// ReadyTimeout bounds a build's ready command (0: DefaultReadyTimeout).
+	ReadyTimeout time.Duration
+	Logger       *slog.Logger
 }
 
 // Record is a user-built template: its names and builds.
@@ -135,8 +138,9 @@ type Registry struct {
 
 // Service builds and keeps user templates. It is safe for concurrent use.
 type Service struct {
-	cfg Config
-	log *slog.Logger
+	cfg     Config
+	log     *slog.Logger
+	content *images.Content // layers and template images
 
 	mu      sync.Mutex
 	records map[string]*Record // by template id
@@ -156,24 +160,28 @@ func New(cfg Config) (*Service, error) {
 		cfg.BaseTemplate = "base"
 	}
 	s := &Service{cfg: cfg, log: cfg.Logger, records: map[string]*Record{}, running: map[string]string{}}
-	for _, d := range []string{"layers", "work", "records", "images"} {
+	for _, d := range []string{"work", "records"} {
 		if err := os.MkdirAll(filepath.Join(cfg.Dir, d), 0o755); err != nil {
 			return nil, err
 		}
 	}
-	// Half-made layers and images of interrupted builds: never renamed
-	// into place.
-	imgs, _ := os.ReadDir(filepath.Join(cfg.Dir, "images"))
-	for _, e := range imgs {
-		if strings.Contains(e.Name(), ".tmp-") {
-			os.RemoveAll(filepath.Join(cfg.Dir, "images", e.Name()))
-		}
+	// Half-made layers and images of interrupted builds are never
+	// committed: opening the store removes them, and the scratch goes.
+	var err error
+	if s.content, err = images.OpenContent(cfg.Dir); err != nil {
+		return nil, err
 	}
 	ents, _ := os.ReadDir(filepath.Join(cfg.Dir, "work"))
 	for _, e := range ents {
 		os.RemoveAll(filepath.Join(cfg.Dir, "work", e.Name()))
 	}
-	return s, s.load()
+	if err := s.load(); err != nil {
+		return nil, err
+	}
+	if _, err := s.Collect(context.Background()); err != nil {
+		s.log.Warn("template content collection at start", "err", err)
+	}
+	return s, nil
 }
 
 func (s *Service) load() error {
@@ -354,9 +362,20 @@ func (s *Service) Status(ctx context.Context, templateID, buildID string) (*Buil
 }
 
 // Delete removes a template: its record and names go at once; its layers
-// and image stay on disk, because running and paused sandboxes and
-// snapshots made from it still read them.
+// and images go with the next Collect (started at once) unless running or
+// paused sandboxes, snapshots or other templates still use them.
 func (s *Service) Delete(ctx context.Context, ref string) error {
+	if err := s.forget(ctx, ref); err != nil {
+		return err
+	}
+	if _, err := s.Collect(ctx); err != nil {
+		s.log.Warn("template content collection after a delete", "err", err)
+	}
+	return nil
+}
+
+// forget removes a template's record and store templates.
+func (s *Service) forget(ctx context.Context, ref string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.byNameLocked(ref)

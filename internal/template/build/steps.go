@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/forkbox/forkbox/client"
 	"github.com/forkbox/forkbox/internal/errdefs"
@@ -40,9 +41,13 @@ func (j *job) baseTemplate(ctx context.Context, ref string) error {
 	j.logf("info", "FROM template %s", ref)
 	if r, err := j.s.Get(ctx, ref); err == nil && r.Meta != nil {
 		m := r.Meta
-		j.rootfs, j.user, j.workdir = m.RootFS, m.User, m.Workdir
+		j.user, j.workdir = m.User, m.Workdir
 		for k, v := range m.Env {
 			j.setEnv(k, v)
+		}
+		ref, ok := j.s.content.RefOf(m.RootFS)
+		if !ok || !j.useLayer(ref.Key) {
+			return fmt.Errorf("template %s has lost its root filesystem %s: %w", ref, m.RootFS, errdefs.ErrNotFound)
 		}
 		j.key = j.hashKey("template", m.RootFS)
 		return nil
@@ -54,7 +59,10 @@ func (j *job) baseTemplate(ctx context.Context, ref string) error {
 	if t.Kind != store.KindTemplate {
 		return fmt.Errorf("%s is a snapshot, not a template: %w", ref, errdefs.ErrInvalidArgument)
 	}
-	j.rootfs, j.user, j.workdir = t.RootFS, UserName, "/home/"+UserName
+	j.user, j.workdir = UserName, "/home/"+UserName
+	if err := j.importTemplate(t); err != nil {
+		return err
+	}
 	j.key = j.hashKey("template", t.ID, t.Version, t.RootFS)
 	return nil
 }
@@ -86,9 +94,7 @@ func (j *job) baseImage(ctx context.Context, ref string) error {
 	}
 	j.key = j.hashKey("image", img.Digest, agent)
 	j.applyConfig(img.Config)
-	dir := j.s.layerDir(j.key)
-	if exists(dir) {
-		j.rootfs = dir
+	if j.useLayer(j.key) {
 		j.logf("info", "CACHED image rootfs")
 		return nil
 	}
@@ -97,7 +103,7 @@ func (j *job) baseImage(ctx context.Context, ref string) error {
 		return err
 	}
 	j.rootfs = unpacked
-	scratch, err := j.copyLayer()
+	scratch, _, err := j.copyLayer()
 	if err != nil {
 		return err
 	}
@@ -108,11 +114,7 @@ func (j *job) baseImage(ctx context.Context, ref string) error {
 	if p.UserCreated {
 		j.logf("info", "created user %s (uid %d)", UserName, p.UID)
 	}
-	if err := os.Rename(filepath.Join(j.work, scratch), dir); err != nil && !exists(dir) {
-		return err
-	}
-	j.rootfs = dir
-	return nil
+	return j.commitLayer(filepath.Join(j.work, scratch), j.key, time.Time{})
 }
 
 // applyConfig takes the image's Env, WorkingDir and User as the build's
