@@ -20,9 +20,13 @@ const CodeInterpreterID = "code-interpreter-v1"
 
 // CodeInterpreterPackages are installed on top of the base rootfs: the
 // IPython kernel the interpreter runs cells in (Debian's ipykernel, which
-// brings IPython, pyzmq and matplotlib's inline backend) and Python's data
-// libraries.
-var CodeInterpreterPackages = []string{"python3-ipykernel", "python3-matplotlib", "python3-pandas", "python3-numpy"}
+// brings IPython, pyzmq and matplotlib's inline backend), Python's data
+// libraries, R's kernel (IRkernel), metakernel (the base of the bash
+// kernel) and the JDK whose jdk.jshell module runs Java cells.
+var CodeInterpreterPackages = []string{
+	"python3-ipykernel", "python3-matplotlib", "python3-pandas", "python3-numpy",
+	"r-cran-irkernel", "python3-metakernel", "default-jdk-headless",
+}
 
 // CodeInterpreterNPM are installed globally with the base's npm after the
 // packages: ijavascript is the JavaScript kernel (its zeromq module ships
@@ -32,7 +36,7 @@ var CodeInterpreterNPM = []string{"ijavascript@5.2.1"}
 
 // codeInterpreterVersion changes whenever this recipe (or the base it is
 // derived from) changes, so a cached rootfs is rebuilt.
-const codeInterpreterVersion = baseVersion + "+codeinterp-3"
+const codeInterpreterVersion = baseVersion + "+codeinterp-4"
 
 // EnsureCodeInterpreter returns the code-interpreter template, building the
 // base template first if needed, then its own rootfs (a copy of base's with
@@ -90,7 +94,11 @@ func buildCodeInterpreter(ctx context.Context, opts Options, dir string) error {
 		name, strings.Join(CodeInterpreterPackages, " "))
 	steps := []func() error{
 		func() error { return copyTree(ctx, filepath.Join(opts.TemplateDir, BaseID, "rootfs"), scratch) },
-		func() error { return installPackages(ctx, opts.Progress, start, scratch, CodeInterpreterPackages...) },
+		func() error {
+			return withProc(ctx, scratch, func() error {
+				return installPackages(ctx, opts.Progress, start, scratch, CodeInterpreterPackages...)
+			})
+		},
 		func() error { return installNPM(ctx, opts.Progress, start, scratch) },
 		func() error { return warmPython(ctx, scratch) },
 		func() error { return cleanApt(ctx, scratch) },

@@ -15,7 +15,15 @@ const (
 	langJavaScript = "javascript"
 	langTypeScript = "typescript"
 	langBash       = "bash"
+	langR          = "r"
+	langJava       = "java"
 )
+
+// kernelSpecs maps each language to its kernel.
+var kernelSpecs = map[string]*kernelSpec{
+	langPython: pythonSpec, langJavaScript: javascriptSpec, langTypeScript: typescriptSpec,
+	langBash: bashSpec, langR: rSpec, langJava: javaSpec,
+}
 
 // errUnsupportedLanguage is returned for languages with no kernel here.
 var errUnsupportedLanguage = errors.New("unsupported language")
@@ -38,8 +46,12 @@ func normalizeLanguage(lang string) (string, error) {
 		return langTypeScript, nil
 	case "bash", "sh", "shell":
 		return langBash, nil
+	case "r":
+		return langR, nil
+	case "java":
+		return langJava, nil
 	default:
-		return "", fmt.Errorf("%w %q (supported: python, javascript (js), typescript (ts), bash)", errUnsupportedLanguage, lang)
+		return "", fmt.Errorf("%w %q (supported: python, javascript (js), typescript (ts), r, java, bash)", errUnsupportedLanguage, lang)
 	}
 }
 
@@ -115,18 +127,7 @@ func (c *codeContext) restart(ctx context.Context) error {
 
 // startKernel starts a new kernel; the caller holds run.
 func (c *codeContext) startKernel(ctx context.Context) error {
-	var k kernel
-	var err error
-	switch c.Language {
-	case langBash:
-		k, err = c.srv.startBash(ctx, c.Cwd)
-	case langJavaScript:
-		k, err = c.srv.startJupyter(ctx, javascriptSpec, c.Cwd)
-	case langTypeScript:
-		k, err = c.srv.startJupyter(ctx, typescriptSpec, c.Cwd)
-	default:
-		k, err = c.srv.startJupyter(ctx, pythonSpec, c.Cwd)
-	}
+	k, err := c.srv.startJupyter(ctx, kernelSpecs[c.Language], c.Cwd)
 	if err != nil {
 		return err
 	}

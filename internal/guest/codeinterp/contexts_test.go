@@ -98,7 +98,7 @@ func TestContextErrors(t *testing.T) {
 	resp := ts.do(context.Background(), http.MethodPost, "/execute", map[string]any{"code": "1", "language": "cobol"})
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if !strings.Contains(string(b), "supported: python, javascript (js), typescript (ts), bash") {
+	if !strings.Contains(string(b), "supported: python, javascript (js), typescript (ts), r, java, bash") {
 		t.Errorf("unknown language body %q lacks the supported list", b)
 	}
 }
@@ -132,7 +132,11 @@ func TestBash(t *testing.T) {
 		code, stdout, stderr, errValue string
 		env                            map[string]string
 	}{
-		{code: "cd /tmp; X=5; f() { echo \"f:$1\"; }; echo hi; echo err >&2", stdout: "hi\n", stderr: "err\n"},
+		// stderr arrives merged into stdout, in order, as from E2B's
+		// bash_kernel (both run bash on a pty).
+		{code: "cd /tmp; X=5; f() { echo \"f:$1\"; }; echo hi; echo err >&2; echo end", stdout: "hi\nerr\nend\n"},
+		{code: "if true; then\n\techo 'multi\n  line'\nfi", stdout: "multi\n  line\n"},
+		{code: "echo 'unclosed", stdout: "bash: unexpected EOF while looking for matching `''\n", errValue: "2"},
 		{code: "pwd; echo $X; f arg", stdout: "/tmp\n5\nf:arg\n"},
 		{code: "printf 'no newline'", stdout: "no newline"},
 		{code: "echo $ONCE", stdout: "yes\n", env: map[string]string{"ONCE": "yes"}},

@@ -129,7 +129,11 @@ func (s *Server) startJupyter(ctx context.Context, spec *kernelSpec, cwd string)
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	p, stdout, stderr, err := startProc(exec.Command(argv[0], argv[1:]...), acct, cwd, spec.env...)
+	env := spec.env
+	if spec.argvEnv != nil {
+		env = append(append([]string(nil), env...), spec.argvEnv(s)...)
+	}
+	p, stdout, stderr, err := startProc(exec.Command(argv[0], argv[1:]...), acct, cwd, env...)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("start %s kernel: %w", spec.name, err)

@@ -37,6 +37,9 @@ type kernelSpec struct {
 	argv func(s *Server, connFile string) ([]string, error)
 	// env is added to the kernel's environment.
 	env []string
+	// argvEnv, when set, is more environment taken from the server's
+	// configuration.
+	argvEnv func(s *Server) []string
 	// setEnv is code that sets vars in the kernel's environment for good.
 	setEnv func(vars map[string]string) string
 	// scopedEnv is code that sets vars and code that gives them back the

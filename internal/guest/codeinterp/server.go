@@ -38,6 +38,10 @@ type Config struct {
 	Python string
 	// Bash is the shell for bash contexts (default "bash").
 	Bash string
+	// R is R's interpreter, which runs IRkernel (default "R").
+	R string
+	// Java is the JDK's java launcher for Java contexts (default "java").
+	Java string
 	// IJavaScript is npm's ijavascript kernel for JavaScript contexts
 	// (default "ijskernel").
 	IJavaScript string
@@ -88,6 +92,12 @@ func New(cfg Config) *Server {
 	}
 	if cfg.Bash == "" {
 		cfg.Bash = "bash"
+	}
+	if cfg.R == "" {
+		cfg.R = "R"
+	}
+	if cfg.Java == "" {
+		cfg.Java = "java"
 	}
 	if cfg.IJavaScript == "" {
 		cfg.IJavaScript = "ijskernel"
