@@ -24,6 +24,9 @@ if [ "$mode" = test ]; then
 	# The code interpreter's unit tests run Debian's IPython kernel with these libraries.
 	/usr/bin/python3 -c 'import ipykernel, matplotlib, pandas, numpy' 2>/dev/null ||
 		need+=(python3-ipykernel python3-matplotlib python3-pandas python3-numpy)
+	# ... and the R, bash and Java kernels, checked by Debian's kernel conformance suite.
+	dpkg -s r-cran-irkernel python3-metakernel default-jdk-headless python3-jupyter-kernel-test >/dev/null 2>&1 ||
+		need+=(r-cran-irkernel python3-metakernel default-jdk-headless python3-jupyter-kernel-test)
 	command -v pgrep >/dev/null || need+=(procps)
 # npm's ijavascript (the JavaScript kernel) builds npm's zeromq module against
 # Debian's libzmq here (its own build would download libzmq from GitHub).
