@@ -16,6 +16,21 @@ import (
 // resumed reports which happened. A sandbox still being created is
 // ErrConflict, as on the data plane.
 func (m *Manager) Connect(ctx context.Context, id string, timeout time.Duration) (sb *Sandbox, resumed bool, err error) {
+	return m.connect(ctx, id, timeout, nil)
+}
+
+// ConnectReboot is Connect for a client that wants a fresh boot
+// (connect({onResume: 'reboot'}), wire memory: false): a paused sandbox is
+// resumed by cold-booting its files, whatever kind of pause it had; a
+// running one is only extended.
+func (m *Manager) ConnectReboot(ctx context.Context, id string, timeout time.Duration) (*Sandbox, bool, error) {
+	return m.connect(ctx, id, timeout, m.dropMemory)
+}
+
+// connect is Connect with beforeResume, when set, run on a paused sandbox
+// claimed for its resume, before the resume: its failure leaves the
+// sandbox paused and is the connect's error.
+func (m *Manager) connect(ctx context.Context, id string, timeout time.Duration, beforeResume func(context.Context, *op) error) (*Sandbox, bool, error) {
 	ttl, err := m.ttl(timeout)
 	if err != nil {
 		return nil, false, err
@@ -30,7 +45,7 @@ func (m *Manager) Connect(ctx context.Context, id string, timeout time.Duration)
 		}
 		o, prev, cerr := m.tryClaim(ctx, id, StateResuming, StatePaused)
 		if cerr == nil {
-			sb, err := m.resume(ctx, o, ttl)
+			sb, err := m.resumeClaimed(ctx, o, ttl, beforeResume)
 			return sb, err == nil, err
 		}
 		if !errors.Is(cerr, errdefs.ErrConflict) {
@@ -43,6 +58,17 @@ func (m *Manager) Connect(ctx context.Context, id string, timeout time.Duration)
 			return nil, false, err
 		}
 	}
+}
+
+// resumeClaimed runs beforeResume (if any) and then resumes the paused
+// sandbox claimed by o.
+func (m *Manager) resumeClaimed(ctx context.Context, o *op, ttl time.Duration, beforeResume func(context.Context, *op) error) (*Sandbox, error) {
+	if beforeResume != nil {
+		if err := beforeResume(ctx, o); err != nil {
+			return nil, o.fail(ctx, fmt.Errorf("prepare the resume of %s: %w", o.id(), err), StatePaused, nil)
+		}
+	}
+	return m.resume(ctx, o, ttl)
 }
 
 // Resume is the deprecated resume call: a paused sandbox (or one being

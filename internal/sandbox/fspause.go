@@ -2,11 +2,9 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/forkbox/forkbox/internal/cleanup"
 	"github.com/forkbox/forkbox/internal/errdefs"
@@ -47,13 +45,8 @@ func (m *Manager) PauseFilesystem(ctx context.Context, id string) error {
 	if _, err := m.filesystemSaver(); err != nil {
 		return err
 	}
-	o, prev, err := m.tryClaim(ctx, id, StatePausing, StateRunning)
-	switch {
-	case errdefs.IsConflict(err) && prev.Public() == PublicPaused:
-		return fmt.Errorf("sandbox %s is already paused: %w", id, errdefs.ErrConflict)
-	case errdefs.IsConflict(err):
-		return fmt.Errorf("sandbox %s is %s and cannot be paused now: %w", id, prev, errdefs.ErrConflict)
-	case err != nil:
+	o, err := m.claimPause(ctx, id)
+	if err != nil {
 		return err
 	}
 	go func() {
@@ -134,43 +127,6 @@ func (m *Manager) bootFromFilesystem(ctx context.Context, undo *cleanup.Stack, r
 	undo.Add("delete booted sandbox", func(ctx context.Context) error { return m.rt.Delete(ctx, rec.ID) })
 	// A booted agent holds no token yet.
 	return m.initAgent(ctx, &rec, "")
-}
-
-// ConnectReboot is Connect for a client that wants a fresh boot
-// (connect({onResume: 'reboot'}), wire memory: false): a paused sandbox is
-// resumed by cold-booting its files, whatever kind of pause it had; a
-// running one is only extended.
-func (m *Manager) ConnectReboot(ctx context.Context, id string, timeout time.Duration) (*Sandbox, bool, error) {
-	ttl, err := m.ttl(timeout)
-	if err != nil {
-		return nil, false, err
-	}
-	for {
-		sb, err := m.extend(ctx, id, ttl, StateRunning, StateSnapshotting)
-		if err == nil {
-			return sb, false, nil
-		}
-		if !errors.Is(err, errdefs.ErrConflict) {
-			return nil, false, err
-		}
-		o, prev, cerr := m.tryClaim(ctx, id, StateResuming, StatePaused)
-		if cerr == nil {
-			if err := m.dropMemory(ctx, o); err != nil {
-				return nil, false, o.fail(ctx, fmt.Errorf("reboot %s: %w", id, err), StatePaused, nil)
-			}
-			sb, err := m.resume(ctx, o, ttl)
-			return sb, err == nil, err
-		}
-		if !errors.Is(cerr, errdefs.ErrConflict) {
-			return nil, false, cerr
-		}
-		if prev == StateCreating {
-			return nil, false, fmt.Errorf("sandbox %s is still being created: %w", id, errdefs.ErrConflict)
-		}
-		if err := m.waitIdle(ctx, id); err != nil {
-			return nil, false, err
-		}
-	}
 }
 
 // dropMemory replaces the memory image of a paused sandbox claimed by o

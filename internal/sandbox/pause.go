@@ -18,17 +18,28 @@ func (m *Manager) Pause(ctx context.Context, id string) error {
 	if _, err := m.checkpointer(); err != nil {
 		return err
 	}
-	o, prev, err := m.tryClaim(ctx, id, StatePausing, StateRunning)
-	switch {
-	case errdefs.IsConflict(err) && prev.Public() == PublicPaused:
-		return fmt.Errorf("sandbox %s is already paused: %w", id, errdefs.ErrConflict)
-	case errdefs.IsConflict(err):
-		return fmt.Errorf("sandbox %s is %s and cannot be paused now: %w", id, prev, errdefs.ErrConflict)
-	case err != nil:
+	o, err := m.claimPause(ctx, id)
+	if err != nil {
 		return err
 	}
 	go m.finishPauseObserved(context.WithoutCancel(ctx), o, OpPause)
 	return nil
+}
+
+// claimPause claims running sandbox id for a pause of either kind, with
+// the conflicts a pause answers: already paused (or being paused), or busy
+// with something else.
+func (m *Manager) claimPause(ctx context.Context, id string) (*op, error) {
+	o, prev, err := m.tryClaim(ctx, id, StatePausing, StateRunning)
+	switch {
+	case errdefs.IsConflict(err) && prev.Public() == PublicPaused:
+		return nil, fmt.Errorf("sandbox %s is already paused: %w", id, errdefs.ErrConflict)
+	case errdefs.IsConflict(err):
+		return nil, fmt.Errorf("sandbox %s is %s and cannot be paused now: %w", id, prev, errdefs.ErrConflict)
+	case err != nil:
+		return nil, err
+	}
+	return o, nil
 }
 
 // finishPause checkpoints the sandbox, releases its runtime side and marks

@@ -65,7 +65,7 @@ func (r *Runtime) Restore(ctx context.Context, spec runtime.Spec, imageDir strin
 	} else {
 		r.standby.begin()
 		defer r.standby.end(spec)
-		h, bundle, err = r.prepareRestore(ctx, spec, cl)
+		h, bundle, err = r.prepareRestore(ctx, spec, !fromFilesImage(imageDir), cl)
 	}
 	if err != nil {
 		return runtime.Info{}, err
@@ -82,10 +82,19 @@ func (r *Runtime) Restore(ctx context.Context, spec runtime.Spec, imageDir strin
 }
 
 // prepareRestore readies a new sandbox for a restore: a standby container
-// of its shape if one is ready, else a bundle for runsc to create one. It
-// saves and returns the handle, and returns the bundle.
-func (r *Runtime) prepareRestore(ctx context.Context, spec runtime.Spec, cl *cleanup.Stack) (handle, string, error) {
-	box, ok := r.standby.take(spec)
+// of its shape if one is ready and useStandby, else a bundle for runsc to
+// create one. It saves and returns the handle, and returns the bundle.
+//
+// An image of a sandbox booted from files cannot go to a standby: its
+// restore needs a relaxed spec check (restoreFlags), and a standby's
+// sandbox process was started with the strict one, so runsc refuses the
+// annotation it lacks.
+func (r *Runtime) prepareRestore(ctx context.Context, spec runtime.Spec, useStandby bool, cl *cleanup.Stack) (handle, string, error) {
+	var box standbyBox
+	ok := false
+	if useStandby {
+		box, ok = r.standby.take(spec)
+	}
 	if !ok {
 		h, err := r.prepare(ctx, spec, cl)
 		if err != nil {

@@ -212,3 +212,30 @@ test('onTimeout {action: pause, keepMemory: false}: lifecycle reported, timeout 
   })
   assert.equal(res.status, 400, await res.text())
 })
+
+test('connect({onResume: reboot}) of a memory-paused sandbox: a new boot, files kept, processes gone', { timeout: 180_000 }, async () => {
+  const sbx = await make()
+  const boot = await bootId(sbx)
+  await sbx.files.write('/home/user/reboot.txt', 'kept across a reboot connect')
+  await sbx.commands.run('sleep 1000', { background: true })
+  assert.equal(await sbx.pause(), true)
+  assert.equal(await sbx.isRunning(), false)
+  await sbx.connect({ onResume: 'reboot' })
+  assert.equal(await sbx.isRunning(), true)
+  assert.notEqual(await bootId(sbx), boot, 'a new boot id')
+  assert.equal(await sbx.files.read('/home/user/reboot.txt'), 'kept across a reboot connect')
+  assert.equal((await sbx.commands.run('pgrep -x sleep || true')).stdout.trim(), '', 'processes are gone')
+  // The rebooted sandbox (booted from files) pauses and resumes with
+  // memory again, and reboots again: both restore an image of a sandbox
+  // booted from files, which runsc checks more loosely.
+  await sbx.commands.run('sleep 1000', { background: true })
+  assert.equal(await sbx.pause(), true)
+  await sbx.connect()
+  assert.notEqual((await sbx.commands.run('pgrep -x sleep || true')).stdout.trim(), '', 'a memory resume keeps processes')
+  const second = await bootId(sbx)
+  assert.equal(await sbx.pause(), true)
+  await sbx.connect({ onResume: 'reboot' })
+  assert.notEqual(await bootId(sbx), second, 'a new boot id again')
+  assert.equal(await sbx.files.read('/home/user/reboot.txt'), 'kept across a reboot connect')
+  await kill(sbx)
+})
