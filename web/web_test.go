@@ -38,6 +38,8 @@ func TestHandlerServesFiles(t *testing.T) {
 		{"/app.js", "text/javascript; charset=utf-8", "/lineage"},
 		{"/style.css", "text/css; charset=utf-8", ".badge"},
 		{"/favicon.svg", "image/svg+xml", "<svg"},
+		{"/templates.js", "text/javascript; charset=utf-8", "/builds/"},
+		{"/", "text/html; charset=utf-8", `<script src="templates.js"`},
 	} {
 		resp := get(t, h, tc.path)
 		if resp.StatusCode != http.StatusOK {
@@ -113,8 +115,9 @@ func TestScriptParses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("node is required to check app.js: %v", err)
 	}
-	out, err := exec.Command(node, "--check", "static/app.js").CombinedOutput()
-	if err != nil {
-		t.Fatalf("node --check static/app.js: %v\n%s", err, out)
+	for _, f := range []string{"static/app.js", "static/templates.js"} {
+		if out, err := exec.Command(node, "--check", f).CombinedOutput(); err != nil {
+			t.Fatalf("node --check %s: %v\n%s", f, err, out)
+		}
 	}
 }

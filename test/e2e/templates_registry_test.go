@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -60,7 +61,7 @@ func tarLayer(t *testing.T, files map[string][]byte, links map[string]string) v1
 // pushBusybox pushes a static busybox image with no bash and no user
 // `user` to host as fbx/busybox:1: two layers, the second whiting out a
 // file of the first.
-func pushBusybox(t *testing.T, host string) {
+func pushBusybox(t *testing.T, host string, opts ...remote.Option) {
 	t.Helper()
 	bb, err := os.ReadFile("/bin/busybox")
 	if err != nil {
@@ -88,7 +89,7 @@ func pushBusybox(t *testing.T, host string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Write(ref, img); err != nil {
+	if err := remote.Write(ref, img, opts...); err != nil {
 		t.Fatalf("push %s: %v", ref, err)
 	}
 }
@@ -102,11 +103,16 @@ func TestTemplateRegistry(t *testing.T) {
 	t.Cleanup(reg.Close)
 	host := strings.TrimPrefix(reg.URL, "http://")
 	pushBusybox(t, host)
-	d := startDaemon(t, "--registry-mirror", "docker.io="+reg.URL)
-	env := append(clientEnv(d), "FBX_IMAGE=docker.io/fbx/busybox:1")
+	authHost := startAuthRegistry(t, "fbx", "s3cret")
+	pushBusybox(t, authHost, remote.WithAuth(&authn.Basic{Username: "fbx", Password: "s3cret"}))
+	d := startDaemon(t, "--registry-mirror", "docker.io="+reg.URL, "--template-ready-timeout", "5s")
+	env := append(clientEnv(d), "FBX_IMAGE=docker.io/fbx/busybox:1",
+		"FBX_AUTH_IMAGE="+authHost+"/fbx/busybox:1", "FBX_AUTH_USER=fbx", "FBX_AUTH_PASS=s3cret",
+		"FBX_BUILDS_DIR="+filepath.Join(d.DataDir, "builds"))
 	runNode(t, dir, env, "--test", "--test-concurrency=1", "--test-reporter=spec", filepath.Join(dir, "templates_registry.mjs"))
 	if ids := d.SandboxIDs(); len(ids) > 0 {
 		t.Errorf("e2e: left sandboxes behind: %v", ids)
 		d.KillAll()
 	}
+	checkBuildKilled(t, d)
 }

@@ -816,6 +816,9 @@
     else showLogin();
   }
 
+  // The templates view (templates.js) shares the API helper and the banner.
+  window.forkboxDashboard = { api, el, setError, key: () => state.key };
+
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
 })();

@@ -4,7 +4,7 @@
 // docker.io/... through --registry-mirror.
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, writeFileSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Sandbox, Template } from 'e2b'
@@ -63,4 +63,84 @@ test('an unknown image fails the build at step base', T, async () => {
     assert.match(e.message, /nosuch/)
     return true
   })
+})
+
+// Deleted through the route the E2B CLI calls.
+async function deleteTemplate(name) {
+  const res = await fetch(`${process.env.E2B_API_URL}/templates/${encodeURIComponent(name)}`, {
+    method: 'DELETE',
+    headers: { 'X-API-Key': process.env.E2B_API_KEY },
+  })
+  assert.equal(res.status, 204, `delete ${name}: ${res.status} ${await res.text()}`)
+}
+
+test('tags name builds: assignTags, getTags, removeTags; name:tag starts the build it names', T, async () => {
+  const name = `fbx-tags-${suffix}`
+  const v1 = await Template.build(Template().fromImage(IMAGE).runCmd('echo one > /v', { user: 'root' }), `${name}:v1`)
+  const v2 = await Template.build(Template().fromImage(IMAGE).runCmd('echo two > /v', { user: 'root' }), `${name}:v2`)
+  const assigned = await Template.assignTags(`${name}:v1`, ['prod', 'stable'])
+  assert.equal(assigned.buildId, v1.buildId)
+  assert.deepEqual(assigned.tags, ['prod', 'stable'])
+  const tags = await Template.getTags(v1.templateId)
+  const byTag = Object.fromEntries(tags.map((t) => [t.tag, t.buildId]))
+  assert.deepEqual(byTag, { v1: v1.buildId, v2: v2.buildId, prod: v1.buildId, stable: v1.buildId })
+  assert.ok(tags.every((t) => t.createdAt instanceof Date && !isNaN(t.createdAt)))
+  await check(`${name}:prod`, 'cat /v', 'one\n')
+  await check(name, 'cat /v', 'two\n')
+  await Template.removeTags(name, 'prod')
+  await assert.rejects(Sandbox.create(`${name}:prod`, { timeoutMs: 30_000 }))
+  await assert.rejects(Template.removeTags(name, 'nope'), /nope/)
+  await check(`${name}:stable`, 'cat /v', 'one\n')
+  await deleteTemplate(name)
+})
+
+test('a ready command that never succeeds fails the build with its reason', T, async () => {
+  const t0 = performance.now()
+  await assert.rejects(
+    Template.build(Template().fromImage(IMAGE).setStartCmd('sleep 1000', 'false'), `fbx-notready-${suffix}`),
+    (e) => {
+      assert.match(e.message, /ready command 'false' did not succeed within 5s/)
+      return true
+    },
+  )
+  console.log(`ready timeout reported after ${Math.round(performance.now() - t0)} ms`)
+})
+
+test('registry auth: the right password pulls, a wrong or missing one fails clearly', T, async () => {
+  const img = process.env.FBX_AUTH_IMAGE
+  const user = process.env.FBX_AUTH_USER
+  const name = `fbx-auth-${suffix}`
+  await Template.build(Template().fromImage(img, { username: user, password: process.env.FBX_AUTH_PASS }).runCmd('echo authed > /a', { user: 'root' }), name)
+  await check(name, 'cat /a', 'authed\n')
+  await assert.rejects(Template.build(Template().fromImage(img, { username: user, password: 'wrong' }), `${name}-bad`), (e) => {
+    assert.match(e.message, /the registry refused the credentials/)
+    return true
+  })
+  await assert.rejects(Template.build(Template().fromImage(img), `${name}-none`), (e) => {
+    assert.match(e.message, /authentication required/)
+    return true
+  })
+  await deleteTemplate(name)
+})
+
+// Layers and images are content-addressed in <data>/builds: a template's
+// own go with it, one another template shares stays until that one goes.
+test('deleting templates reclaims their layers and images; a shared layer stays while used', T, async () => {
+  const dir = process.env.FBX_BUILDS_DIR
+  const count = (sub) => readdirSync(join(dir, sub)).filter((n) => !n.includes('.')).length
+  const shared = () => Template().fromImage(IMAGE).runCmd('echo shared > /s', { user: 'root' })
+  const a = `fbx-gc-a-${suffix}`
+  const b = `fbx-gc-b-${suffix}`
+  await Template.build(shared().runCmd('echo a > /a', { user: 'root' }), a)
+  await Template.build(shared().runCmd('echo b > /b', { user: 'root' }), b)
+  const layers = count('layers')
+  const imgs = count('images')
+  await deleteTemplate(a)
+  assert.equal(count('layers'), layers - 1, 'only template a\'s own layer goes')
+  assert.equal(count('images'), imgs - 1)
+  await check(b, 'cat /s /b', 'shared\nb\n')
+  await deleteTemplate(b)
+  assert.equal(count('layers'), layers - 3, 'the shared layer goes with its last template')
+  assert.equal(count('images'), imgs - 2)
+  assert.ok(!readdirSync(join(dir, 'layers')).some((n) => n.startsWith('.new-')))
 })
