@@ -85,7 +85,11 @@ func NewServer(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Manager: s.mgr, Keys: st, Logger: log})
+	builds, err := newBuilds(t, st, s.rt, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{Manager: s.mgr, Keys: st, Logger: log, Templates: builds})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/internal/images"
+	"github.com/forkbox/forkbox/internal/sandbox"
 	"github.com/forkbox/forkbox/internal/store"
 )
 
@@ -166,6 +167,9 @@ func (s *Service) referencesLocked(ctx context.Context) ([]images.Reference, err
 	}
 	madeOn := s.content.MadeOn(images.KindTemplateImage)
 	for _, sb := range sbs {
+		if sb.State == string(sandbox.StateKilled) {
+			continue // a killed sandbox's record stays for the API; its files are gone
+		}
 		refs = s.pathRefs(refs, madeOn, images.HolderSandbox, sb.ID, sb.RootFS, sb.ImageDir)
 	}
 	for kind, h := range map[string]images.HolderKind{store.KindSnapshot: images.HolderSnapshot, store.KindTemplate: images.HolderTemplate} {

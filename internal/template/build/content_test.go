@@ -55,6 +55,10 @@ func TestDeletedTemplateContentReclaimed(t *testing.T) {
 	contentBuild(t, s, "one", []string{k("a"), k("b")}, k("1"))
 	contentBuild(t, s, "two", []string{k("a"), k("c")}, k("2"))
 	has := func(ref images.ContentRef) bool { return s.content.Has(ref) }
+	// A killed sandbox's record stays for the API; it holds nothing.
+	if err := st.PutSandbox(ctx, &store.Sandbox{ID: "dead1", TemplateID: "one", State: "killed", RootFS: s.layerDir(k("b"))}); err != nil {
+		t.Fatal(err)
+	}
 
 	if err := s.Delete(ctx, "one"); err != nil {
 		t.Fatal(err)

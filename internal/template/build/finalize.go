@@ -169,15 +169,16 @@ func (s *Service) publish(ctx context.Context, j *job, meta *Meta, tpl *store.Te
 	if r.CPUCount > 0 {
 		tpl.CPUCount = r.CPUCount
 	}
-	// The build is ready from here on: syncLocked publishes the latest
-	// ready build, and finish keeps the status.
-	b.Published, b.Status = tpl, StatusReady
+	// Sandboxes start from the build from here on; its status turns ready
+	// in finish, once its build sandbox and scratch are gone (a client
+	// that sees ready may start the next build at once).
+	b.Published = tpl
 	now := time.Now().UTC()
 	for _, t := range b.Tags {
 		setTag(r, t, TagRef{BuildID: b.ID, CreatedAt: now})
 	}
-	if err := s.syncLocked(ctx, r); err != nil {
-		b.Published, b.Status = nil, StatusBuilding
+	if err := s.syncLocked(ctx, r, b); err != nil {
+		b.Published = nil
 		return err
 	}
 	r.Meta = meta

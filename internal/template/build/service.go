@@ -203,7 +203,13 @@ func (s *Service) load() error {
 			continue
 		}
 		for _, b := range r.Builds {
-			if b.Status == StatusBuilding || b.Status == StatusWaiting {
+			switch {
+			case b.Status == StatusBuilding && b.Published != nil:
+				// Killed after publishing its complete image, before
+				// recording the outcome: it is ready.
+				b.Status = StatusReady
+				b.FinishedAt = time.Now().UTC()
+			case b.Status == StatusBuilding || b.Status == StatusWaiting:
 				b.Status = StatusError
 				b.Reason = &Reason{Message: "the build was interrupted (daemon restart)"}
 				b.FinishedAt = time.Now().UTC()

@@ -111,7 +111,7 @@ func (s *Service) AssignTags(ctx context.Context, target string, tags []string) 
 	for _, t := range tags {
 		setTag(r, t, TagRef{BuildID: b.ID, CreatedAt: now})
 	}
-	if err := s.syncLocked(ctx, r); err != nil {
+	if err := s.syncLocked(ctx, r, nil); err != nil {
 		return "", err
 	}
 	return b.ID, s.saveLocked(r)
@@ -135,7 +135,7 @@ func (s *Service) RemoveTags(ctx context.Context, name string, tags []string) er
 		delete(r.TagBuilds, t)
 		r.Tags = slices.DeleteFunc(r.Tags, func(x string) bool { return x == t })
 	}
-	if err := s.syncLocked(ctx, r); err != nil {
+	if err := s.syncLocked(ctx, r, nil); err != nil {
 		return err
 	}
 	return s.saveLocked(r)
@@ -155,9 +155,13 @@ func setTag(r *Record, tag string, ref TagRef) {
 // own id starts its latest ready build (by name and by the tags naming
 // it); every older build a tag still names has a store template of its
 // own carrying those name:tag aliases; older builds no tag names have
-// none. s.mu held.
-func (s *Service) syncLocked(ctx context.Context, r *Record) error {
+// none. publishing, when not nil, is a build being published: the latest
+// ready one from now on. s.mu held.
+func (s *Service) syncLocked(ctx context.Context, r *Record, publishing *Build) error {
 	latest := latestReady(r)
+	if publishing != nil {
+		latest = publishing
+	}
 	if latest == nil {
 		return nil
 	}
