@@ -175,11 +175,6 @@ func (j *job) hashKey(parts ...string) string {
 	return hex.EncodeToString(h[:])
 }
 
-func exists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
-
 // runStep applies one step: ENV, WORKDIR and USER change the build's
 // state; RUN and COPY make a new layer unless it is cached.
 func (j *job) runStep(ctx context.Context, st dockerfile.Step) error {
