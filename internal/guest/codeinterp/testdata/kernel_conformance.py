@@ -1,0 +1,81 @@
+"""Jupyter protocol conformance of forkbox's kernels, with Debian's
+python3-jupyter-kernel-test. The kernelspecs (forkbox-<language>) are
+written by TestKernelConformance from the same kernelSpecs the server
+starts kernels with."""
+import unittest
+
+import jupyter_kernel_test as jkt
+from jupyter_kernel_test.msgspec_v5 import validate_message
+
+
+class Python(jkt.KernelTests):
+    kernel_name = 'forkbox-python'
+    language_name = 'python'
+    file_extension = '.py'
+    code_hello_world = "print('hello, world')"
+    code_stderr = "import sys; print('test', file=sys.stderr)"
+    code_execute_result = [{'code': '6*7', 'result': '42'}]
+    code_generate_error = "raise ValueError('bad')"
+    code_display_data = [{'code': "from IPython.display import HTML, display; display(HTML('<b>x</b>'))", 'mime': 'text/html'}]
+    complete_code_samples = ['1', 'def f():\n    pass\n']
+    incomplete_code_samples = ['def f(', 'for i in x:']
+    # No history samples: the server turns IPython's history off (no SQLite
+    # file that clones would share).
+
+
+class JavaScript(jkt.KernelTests):
+    kernel_name = 'forkbox-javascript'
+    language_name = 'javascript'
+    code_hello_world = "console.log('hello, world')"
+    code_stderr = "console.error('test')"
+    code_execute_result = [{'code': '6*7', 'result': '42'}]
+    code_generate_error = "throw new Error('bad')"
+
+    def test_kernel_info(self):
+        """ijavascript 5.2.1's kernel_info_reply deviates in two ways that
+        clients (and forkbox) ignore: it repeats its header's msg_id and
+        msg_type at the top level and has no content.status. The rest of
+        it must conform."""
+        self.flush_channels()
+        msg_id = self.kc.kernel_info()
+        reply = self.kc.get_shell_msg(timeout=jkt.TIMEOUT)
+        for k in ('msg_id', 'msg_type'):
+            self.assertEqual(reply.pop(k), reply['header'][k])
+        self.assertNotIn('status', reply['content'])
+        reply['content']['status'] = 'ok'
+        validate_message(reply, 'kernel_info_reply', msg_id)
+
+
+class R(jkt.KernelTests):
+    kernel_name = 'forkbox-r'
+    language_name = 'R'
+    file_extension = '.r'
+    code_hello_world = "cat('hello, world\\n')"
+    code_stderr = "message('test')"
+    code_generate_error = "stop('bad')"
+    # IRkernel shows values as display_data, never execute_result.
+    code_display_data = [{'code': '6*7', 'mime': 'text/plain'}]
+    complete_code_samples = ['1', 'f <- function() {}']
+    incomplete_code_samples = ['f <- function() {']
+
+
+class Bash(jkt.KernelTests):
+    kernel_name = 'forkbox-bash'
+    language_name = 'bash'
+    file_extension = '.sh'
+    code_hello_world = "echo 'hello, world'"
+    code_generate_error = 'false'
+
+
+class Java(jkt.KernelTests):
+    kernel_name = 'forkbox-java'
+    language_name = 'java'
+    file_extension = '.jshell'
+    code_hello_world = 'System.out.println("hello, world");'
+    code_stderr = 'System.err.println("test");'
+    code_execute_result = [{'code': '6*7', 'result': '42'}]
+    code_generate_error = 'throw new RuntimeException("bad");'
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
