@@ -124,6 +124,7 @@ var javascriptSpec = &kernelSpec{
 	argv: func(s *Server, connFile string) ([]string, error) {
 		return []string{s.cfg.IJavaScript, "--hide-undefined", "--protocol=5.1", connFile}, nil
 	},
+	transform: transformJavaScript,
 	setEnv: func(vars map[string]string) string {
 		return "Object.assign(process.env, " + string(mustJSON(vars)) + ")"
 	},

@@ -73,3 +73,31 @@ func TestTypeScript(t *testing.T) {
 		t.Errorf("the JavaScript context shares TypeScript's state: typeof p = %q", got)
 	}
 }
+
+// Top-level await works in JavaScript and TypeScript cells; declarations
+// made next to it persist and the last expression is the cell's value.
+func TestTopLevelAwait(t *testing.T) {
+	ts := newTestServer(t)
+	for _, lang := range []string{"js", "ts"} {
+		run := func(code string) execResult { return ts.exec(map[string]any{"code": code, "language": lang}) }
+		decl := "const { a, b: [c] } = await Promise.resolve({ a: 20, b: [1] })\nfunction twice(x) { return x * 2 }\nclass K { v() { return 2 } }\n"
+		if lang == "ts" {
+			decl = "const { a, b: [c] }: { a: number, b: number[] } = await Promise.resolve({ a: 20, b: [1] })\nfunction twice(x: number): number { return x * 2 }\nclass K { v(): number { return 2 } }\n"
+		}
+		if got := mustMain(t, run(decl+"let d = await new Promise((r) => setTimeout(() => r(c), 10))\ntwice(a) + d + new K().v() - 1")); got != "42" {
+			t.Errorf("%s: first cell = %q", lang, got)
+		}
+		if got := mustMain(t, run("a + c + d + twice(1)")); got != "24" {
+			t.Errorf("%s: declarations after the await cell: %q", lang, got)
+		}
+		if got := mustMain(t, run("await Promise.resolve('s')")); got != "s" {
+			t.Errorf("%s: awaited string = %q", lang, got)
+		}
+		if e := run("await Promise.reject(new RangeError('no'))").err(); e == nil || e["name"] != "RangeError" || e["value"] != "no" {
+			t.Errorf("%s: rejected await: %v", lang, e)
+		}
+		if r := run("for (const x of [1]) { await null }\nconsole.log('loop')"); r.text("stdout") != "loop\n" || r.err() != nil {
+			t.Errorf("%s: await in a loop: %v", lang, r.events)
+		}
+	}
+}

@@ -18,10 +18,17 @@ var typescriptSpec = func() *kernelSpec {
 	return &spec
 }()
 
-// transpileTypeScript turns one TypeScript cell into JavaScript.
+// transpileTypeScript turns one TypeScript cell into JavaScript; a cell
+// with top-level await is transpiled as a module (CommonJS has no
+// top-level await) and then wrapped like a JavaScript one.
 func transpileTypeScript(code string) (string, error) {
+	format := api.FormatCommonJS
+	wrap := needsAwaitWrap(code, api.LoaderTS)
+	if wrap {
+		format = api.FormatESModule
+	}
 	r := api.Transform(code, api.TransformOptions{
-		Loader: api.LoaderTS, Format: api.FormatCommonJS, Target: api.ES2022, Sourcefile: "cell.ts",
+		Loader: api.LoaderTS, Format: format, Target: api.ES2022, Sourcefile: "cell.ts",
 	})
 	if len(r.Errors) > 0 {
 		var msgs []string
@@ -33,6 +40,9 @@ func transpileTypeScript(code string) (string, error) {
 			}
 		}
 		return "", &execError{"SyntaxError", strings.Join(msgs, "; ")}
+	}
+	if wrap {
+		return wrapTopLevelAwait(string(r.Code)), nil
 	}
 	return string(r.Code), nil
 }

@@ -348,3 +348,13 @@ test('R, Java and bash state survives pause/resume and a fork', async () => {
   assert.equal((await fork.runCode('kept', { language: 'r' })).results[0]?.text, '[1] 41')
   assert.equal((await resumed.runCode('kept', { language: 'java' })).text, 'java kept')
 })
+
+test('top-level await in JavaScript and TypeScript cells', async () => {
+  const js = await sbx.runCode('const aw = await new Promise((r) => setTimeout(() => r(20), 10))\naw * 2 + 2', { language: 'js' })
+  assert.equal(js.text, '42')
+  assert.equal((await sbx.runCode('aw + 1', { language: 'js' })).text, '21')
+  const ts = await sbx.runCode('const tw: number = await Promise.resolve(20)\ntw + 1', { language: 'ts' })
+  assert.equal(ts.text, '21')
+  const err = await sbx.runCode('await Promise.reject(new RangeError("no"))', { language: 'js' })
+  assert.equal(err.error?.name, 'RangeError')
+})
