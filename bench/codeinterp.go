@@ -31,6 +31,7 @@ type interp struct {
 	url   string // <sandbox URL>/execute
 	id    string
 	token string // envdAccessToken, if any
+	lang  string // the cells' language; "" is the SDK's default (Python)
 }
 
 func (b *fbBench) interp(sb *client.Sandbox) *interp {
@@ -59,11 +60,15 @@ func (e *httpStatusError) Error() string {
 	return fmt.Sprintf("/execute: HTTP %d: %s", e.status, strings.TrimSpace(e.body))
 }
 
-// runCode executes code in the default Python context and returns once
-// end_of_execution arrived. It fails unless a result event with text want
-// came before it.
+// runCode executes code in the default context of in.lang and returns
+// once end_of_execution arrived. It fails unless a result event with text
+// want came before it (want "" takes any or none).
 func (in *interp) runCode(ctx context.Context, code, want string) error {
-	body, _ := json.Marshal(map[string]string{"code": code})
+	fields := map[string]string{"code": code}
+	if in.lang != "" {
+		fields["language"] = in.lang
+	}
+	body, _ := json.Marshal(fields)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.url, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -105,6 +110,9 @@ func (in *interp) runCode(ctx context.Context, code, want string) error {
 		case "error":
 			return fmt.Errorf("/execute: %s: %s", ev.Name, ev.Value)
 		case "end_of_execution":
+			if want == "" {
+				return nil
+			}
 			for _, r := range results {
 				if r == want {
 					return nil
@@ -158,6 +166,7 @@ func (b *fbBench) benchCodeInterp(ctx context.Context) {
 	b.codeInterpRTT(ctx)
 	b.codeInterpFirst(ctx)
 	b.codeInterpMemory(ctx)
+	b.codeInterpLanguages(ctx)
 }
 
 // codeInterpRTT: runCode('1+1') round trips on one warm sandbox.
