@@ -37,6 +37,9 @@ def start_bash():
         rc = os.path.join(os.path.dirname(pexpect.PEXPECT_DIR), 'bashrc.sh')
         child = pexpect.spawn(BASH, ['--rcfile', rc], echo=False, encoding='utf-8',
                               codec_errors='replace')
+        # pexpect sleeps 50 ms before each line it sends by default; a cell
+        # is sent line by line.
+        child.delaybeforesend = None
         ps1 = replwrap.PEXPECT_PROMPT[:5] + r'\[\]' + replwrap.PEXPECT_PROMPT[5:]
         ps2 = replwrap.PEXPECT_CONTINUATION_PROMPT[:5] + r'\[\]' + replwrap.PEXPECT_CONTINUATION_PROMPT[5:]
         return replwrap.REPLWrapper(
