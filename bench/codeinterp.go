@@ -64,20 +64,9 @@ func (e *httpStatusError) Error() string {
 // once end_of_execution arrived. It fails unless a result event with text
 // want came before it (want "" takes any or none).
 func (in *interp) runCode(ctx context.Context, code, want string) error {
-	fields := map[string]string{"code": code}
-	if in.lang != "" {
-		fields["language"] = in.lang
-	}
-	body, _ := json.Marshal(fields)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.url, bytes.NewReader(body))
+	req, err := in.request(ctx, code)
 	if err != nil {
 		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("E2b-Sandbox-Id", in.id)
-	req.Header.Set("E2b-Sandbox-Port", codeInterpreterPort)
-	if in.token != "" {
-		req.Header.Set("X-Access-Token", in.token)
 	}
 	resp, err := in.hc.Do(req)
 	if err != nil {
@@ -125,6 +114,26 @@ func (in *interp) runCode(ctx context.Context, code, want string) error {
 		return fmt.Errorf("/execute stream: %w", err)
 	}
 	return fmt.Errorf("/execute stream ended without end_of_execution")
+}
+
+// request is the SDK's /execute request for code in in.lang.
+func (in *interp) request(ctx context.Context, code string) (*http.Request, error) {
+	fields := map[string]string{"code": code}
+	if in.lang != "" {
+		fields["language"] = in.lang
+	}
+	body, _ := json.Marshal(fields)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("E2b-Sandbox-Id", in.id)
+	req.Header.Set("E2b-Sandbox-Port", codeInterpreterPort)
+	if in.token != "" {
+		req.Header.Set("X-Access-Token", in.token)
+	}
+	return req, nil
 }
 
 // runCodeUntil retries runCode while the data plane cannot reach the
