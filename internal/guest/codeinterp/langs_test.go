@@ -75,22 +75,31 @@ func TestJavaKernel(t *testing.T) {
 		{code: "int y = 1 / 0;", errSub: "java.lang.ArithmeticException: / by zero"},
 		{code: "undefinedThing + 1", errSub: "CompilationException"},
 		{code: "x", main: "20"},
+		{code: "new java.io.File(\"\").getAbsolutePath()", main: ts.srv.defaultWorkDir()},
+		{code: "System.exit(3);", errSub: "DeadKernelError"},
+		{code: "1 + 1", main: "2"},
 	})
 }
 
-// An interrupted Java cell stops and keeps the kernel's state.
-func TestJavaInterrupt(t *testing.T) {
+// An interrupted R or Java cell stops and the kernel keeps its state.
+func TestInterruptKeepsState(t *testing.T) {
 	ts := newTestServer(t)
-	ts.exec(map[string]any{"code": "int keep = 7;", "language": "java"})
-	ctx, cancel := context.WithCancel(context.Background())
-	start := time.Now()
-	ts.stream(ctx, map[string]any{"code": "System.out.println(\"go\");\nwhile (true) {}", "language": "java"},
-		func(e event) bool { return e.typ() != "stdout" })
-	cancel()
-	if got := mustMain(t, ts.exec(map[string]any{"code": "keep", "language": "java"})); got != "7" {
-		t.Errorf("after the interrupt keep = %q", got)
+	tests := []struct{ lang, setup, loop, check, want string }{
+		{"java", "int keep = 7;", "System.out.println(\"go\");\nwhile (true) {}", "keep", "7"},
+		{"r", "keep <- 7", "cat('go\\n')\nwhile (TRUE) {}", "keep", "[1] 7"},
 	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("interrupt took %v", d)
+	for _, tc := range tests {
+		ts.exec(map[string]any{"code": tc.setup, "language": tc.lang})
+		ctx, cancel := context.WithCancel(context.Background())
+		start := time.Now()
+		ts.stream(ctx, map[string]any{"code": tc.loop, "language": tc.lang}, func(e event) bool { return e.typ() != "stdout" })
+		cancel()
+		r := ts.exec(map[string]any{"code": tc.check, "language": tc.lang})
+		if res := r.of("result"); len(res) != 1 || str(res[0].get("text")) != tc.want {
+			t.Errorf("%s: after the interrupt %s gives %v, want %q", tc.lang, tc.check, r.events, tc.want)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("%s: interrupt took %v", tc.lang, d)
+		}
 	}
 }
