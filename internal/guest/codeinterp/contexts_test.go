@@ -140,6 +140,7 @@ func TestBash(t *testing.T) {
 		{code: "pwd; echo $X; f arg", stdout: "/tmp\n5\nf:arg\n"},
 		{code: "printf 'no newline'", stdout: "no newline"},
 		{code: "echo $ONCE", stdout: "yes\n", env: map[string]string{"ONCE": "yes"}},
+		{code: "echo unreached", env: map[string]string{"BAD-NAME": "x"}, errValue: "1"},
 		{code: "echo \"[$ONCE]\"", stdout: "[]\n"},
 		{code: "echo before; false", stdout: "before\n", errValue: "1"},
 		{code: "cat; echo read-stdin-ok", stdout: "read-stdin-ok\n"},

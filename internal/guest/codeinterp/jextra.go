@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -67,6 +68,8 @@ func rSetenv(vars map[string]string) string {
 
 func rVector(items []string) string { return "c(" + strings.Trim(string(mustJSON(items)), "[]") + ")" }
 
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 // bashSpec is the Bash kernel (forkboxBashKernel) over cfg.Bash.
 var bashSpec = &kernelSpec{
 	name: langBash,
@@ -77,10 +80,15 @@ var bashSpec = &kernelSpec{
 		return []string{s.cfg.Python, filepath.Join(filepath.Dir(connFile), "forkbox_bash_kernel.py"), "-f", connFile}, nil
 	},
 	argvEnv: func(s *Server) []string { return []string{"FORKBOX_BASH=" + s.cfg.Bash} },
+	// A name a shell cannot hold is skipped in the base environment, as
+	// envd skips it; in a cell's env_vars it fails the cell (export says
+	// why).
 	setEnv: func(vars map[string]string) string {
 		var b strings.Builder
 		for _, k := range sortedKeys(vars) {
-			fmt.Fprintf(&b, "export %s=%s\n", bashQuote(k), bashQuote(vars[k]))
+			if envName.MatchString(k) {
+				fmt.Fprintf(&b, "export %s=%s\n", k, bashQuote(vars[k]))
+			}
 		}
 		return b.String()
 	},

@@ -13,3 +13,11 @@ func TestNormalizeLanguage(t *testing.T) {
 		}
 	}
 }
+
+// The base environment skips names a shell cannot hold, as envd does.
+func TestBashBaseEnvSkipsInvalidNames(t *testing.T) {
+	got := bashSpec.setEnv(map[string]string{"GOOD": "it's", "BAD-NAME": "x"})
+	if want := "export GOOD='it'\\''s'\n"; got != want {
+		t.Errorf("setEnv = %q, want %q", got, want)
+	}
+}
