@@ -16,6 +16,10 @@ type pool struct {
 	mu      sync.Mutex
 	ready   map[string][]string // template id → restored sandbox ids; guarded by mu
 	filling atomic.Bool
+	// filler is the running filler goroutine: drainPools waits for it, or
+	// a restore finishing after the drain would leave a sandbox that no
+	// record and no pool lists running after the daemon stopped.
+	filler sync.WaitGroup
 }
 
 // poolable reports whether req may be served from the pool: the pooled
@@ -59,7 +63,9 @@ func (m *Manager) fillPools(ctx context.Context) {
 	if m.cfg.PoolSize <= 0 || !m.pool.filling.CompareAndSwap(false, true) {
 		return
 	}
+	m.pool.filler.Add(1)
 	go func() {
+		defer m.pool.filler.Done()
 		defer m.pool.filling.Store(false)
 		for _, tplID := range m.cfg.PoolTemplates {
 			m.fillPool(ctx, tplID)
@@ -78,7 +84,9 @@ func (m *Manager) fillPool(ctx context.Context, tplID string) {
 		if err != nil {
 			return
 		}
-		if _, err := cp.Restore(ctx, m.spec(&rec), tpl.ImageDir); err != nil {
+		// Not cut short by ctx: a restore cancelled half-way could not be
+		// undone with the cancelled ctx either. ctx stops the loop instead.
+		if _, err := cp.Restore(context.WithoutCancel(ctx), m.spec(&rec), tpl.ImageDir); err != nil {
 			m.log.Warn("pool: restore failed", "template", tplID, "err", err)
 			return
 		}
@@ -87,8 +95,10 @@ func (m *Manager) fillPool(ctx context.Context, tplID string) {
 	}
 }
 
-// drainPools deletes every pooled sandbox (on shutdown).
+// drainPools deletes every pooled sandbox (on shutdown), once the filler,
+// which must have seen ctx end, has returned.
 func (m *Manager) drainPools(ctx context.Context) {
+	m.pool.filler.Wait()
 	for _, tplID := range m.cfg.PoolTemplates {
 		for id := m.pool.take(tplID); id != ""; id = m.pool.take(tplID) {
 			m.rt.Delete(context.WithoutCancel(ctx), id)
