@@ -27,13 +27,14 @@ func (m *Manager) Run(ctx context.Context) {
 			m.fillPools(ctx)
 			if n%collectEvery == 0 {
 				m.collectSnapshots(ctx)
+				m.collectEventLogs(ctx)
 			}
 		}
 	}
 }
 
-// collectEvery is how many sweeps pass between snapshot collections: images
-// are large, but nothing is urgent about removing them.
+// collectEvery is how many sweeps pass between collections of snapshots and
+// event logs: nothing is urgent about removing them.
 const collectEvery = 10
 
 // maxConcurrentEvictions bounds runtime work started by one sweep.
@@ -62,9 +63,10 @@ func (m *Manager) sweep(ctx context.Context, wg *sync.WaitGroup) {
 				m.observeAutoPause(context.WithoutCancel(ctx), o, OpEvict)
 				return
 			}
+			// destroy's own outcome: reading the state afterwards would
+			// race the next operation on the id (as it did for pauses).
 			start := m.now()
-			m.destroy(ctx, o)
-			m.observe(OpEvict, start, m.endedIn(x.id, StateKilled))
+			m.observe(OpEvict, start, m.destroy(ctx, o))
 		}()
 	}
 }

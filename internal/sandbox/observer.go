@@ -2,10 +2,7 @@ package sandbox
 
 import (
 	"context"
-	"fmt"
 	"time"
-
-	"github.com/forkbox/forkbox/internal/errdefs"
 )
 
 // Operation names a Manager operation for an Observer.
@@ -46,22 +43,6 @@ func (m *Manager) observe(op Operation, start time.Time, err error) {
 func (m *Manager) finishPauseObserved(ctx context.Context, o *op, op Operation) {
 	start := m.now()
 	m.observe(op, start, m.finishPause(ctx, o))
-}
-
-// endedIn says whether sandbox id is in state want (killed: gone), as an
-// error for observe.
-func (m *Manager) endedIn(id string, want State) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e, ok := m.boxes[id]
-	switch {
-	case !ok && want == StateKilled, ok && e.state == want:
-		return nil
-	case !ok:
-		return fmt.Errorf("sandbox %s died instead of reaching %s: %w", id, want, errdefs.ErrInternal)
-	default:
-		return fmt.Errorf("sandbox %s is %s instead of %s: %w", id, e.state, want, errdefs.ErrInternal)
-	}
 }
 
 // Counts is what the Manager holds now, for metrics.

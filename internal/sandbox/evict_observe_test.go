@@ -1,0 +1,59 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/runtime/fake"
+)
+
+// failingDelete is the fake runtime with every Delete failing.
+type failingDelete struct{ *fake.Runtime }
+
+func (failingDelete) Delete(ctx context.Context, id string) error {
+	return fmt.Errorf("injected: delete %s: %w", id, errdefs.ErrInternal)
+}
+
+// observed records what an Observer hears.
+type observed struct {
+	mu   sync.Mutex
+	errs map[Operation][]error
+}
+
+func (o *observed) Observe(op Operation, d time.Duration, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.errs == nil {
+		o.errs = map[Operation][]error{}
+	}
+	o.errs[op] = append(o.errs[op], err)
+}
+
+// An expiry that kills reports the kill's own outcome: a sandbox whose
+// runtime side could not be deleted is an eviction error, although the
+// sandbox is gone from the Manager's view (reading the state afterwards
+// called that a success).
+func TestEvictionKillReportsItsOwnOutcome(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sb := e.create(t, CreateRequest{})
+	obs := &observed{}
+	e.m.cfg.Observer = obs
+	e.m.rt = failingDelete{e.rt}
+	e.m.mu.Lock()
+	e.m.boxes[sb.ID].rec.EndAt = e.m.now().Add(-time.Second)
+	e.m.mu.Unlock()
+	var wg sync.WaitGroup
+	e.m.sweep(ctx, &wg)
+	wg.Wait()
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	errs := obs.errs[OpEvict]
+	if len(errs) != 1 || errs[0] == nil {
+		t.Fatalf("evict observed %v, want one error (the failed delete)", errs)
+	}
+}
