@@ -146,6 +146,33 @@ func (l *Log) Remove(id string) error {
 	return nil
 }
 
+// IDs lists the sandboxes that have a log (in memory or on disk), sorted.
+func (l *Log) IDs() ([]string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	set := map[string]bool{}
+	for id := range l.logs {
+		set[id] = true
+	}
+	if l.dir != "" {
+		ents, err := os.ReadDir(l.dir)
+		if err != nil {
+			return nil, fmt.Errorf("event logs: %w", err)
+		}
+		for _, e := range ents {
+			if id, ok := strings.CutSuffix(e.Name(), ".jsonl"); ok {
+				set[id] = true
+			}
+		}
+	}
+	ids := make([]string, 0, len(set))
+	for id := range set {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
 func (l *Log) path(id string) string { return filepath.Join(l.dir, id+".jsonl") }
 
 // loadLocked returns id's log, reading its file the first time.

@@ -45,6 +45,7 @@ func (m *Manager) Recover(ctx context.Context) error {
 			}
 		}
 	}
+	m.collectEventLogs(ctx)
 	return errors.Join(errs...)
 }
 
