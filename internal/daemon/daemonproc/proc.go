@@ -256,6 +256,11 @@ func (p *Proc) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// Terminate stops the daemon the way an operator does (SIGTERM; SIGKILL
+// after StopTimeout, which is an error) and leaves its sandboxes running, so
+// a caller can check what a stopped daemon left and Restart it.
+func (p *Proc) Terminate() error { return p.terminate() }
+
 // terminate sends SIGTERM and waits up to StopTimeout, then SIGKILLs.
 func (p *Proc) terminate() error {
 	if !p.running() {

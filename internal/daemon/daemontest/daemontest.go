@@ -33,6 +33,7 @@ type Daemon struct {
 
 	t       testing.TB
 	p       *daemonproc.Proc
+	strict  bool
 	stopped sync.Once
 }
 
@@ -44,6 +45,10 @@ type Options struct {
 	ExtraArgs []string
 	// Env adds variables to the daemon's environment (e.g. FORKBOX_FAULTS).
 	Env []string
+	// StrictStop fails the test when Stop finds anything wrong (a sandbox
+	// that did not die, a daemon that needed SIGKILL, runsc containers it
+	// left running) instead of only logging it.
+	StrictStop bool
 }
 
 // RepoRoot walks up from the working directory to the directory of go.mod.
@@ -98,7 +103,7 @@ func Start(t testing.TB, o Options) *Daemon {
 	if os.Geteuid() != 0 {
 		t.Fatal("daemontest: must run as root (runsc, namespaces, nftables)")
 	}
-	d := &Daemon{t: t, Bin: BinDir(t), DataDir: o.DataDir}
+	d := &Daemon{t: t, Bin: BinDir(t), DataDir: o.DataDir, strict: o.StrictStop}
 	if d.DataDir == "" {
 		d.DataDir = t.TempDir()
 	}
@@ -138,6 +143,11 @@ var live atomic.Int32
 // process's daemons; the container id follows it.
 func NetNSPrefix() string { return fmt.Sprintf("fbx%d-", networkIndex()) }
 
+// NetworkIndex is the --network-index of this test process's daemons: it
+// names their firewall table (forkbox<N>), links (fb<N>h<slot>) and
+// namespaces (NetNSPrefix).
+func NetworkIndex() int { return networkIndex() }
+
 // networkIndex picks a network index for this test process: distinct per
 // process so daemons of test packages run in parallel do not collide.
 func networkIndex() int { return 1 + os.Getpid()%40 }
@@ -161,6 +171,15 @@ func (d *Daemon) Cmdline() []string { return d.p.Cmdline() }
 // Kill9 kills the daemon with SIGKILL (sandboxes keep running) and waits.
 func (d *Daemon) Kill9() { d.p.Kill9() }
 
+// Terminate stops the daemon with SIGTERM, as an operator does, leaving
+// its sandboxes running; a daemon that needs SIGKILL fails the test.
+func (d *Daemon) Terminate() {
+	d.t.Helper()
+	if err := d.p.Terminate(); err != nil {
+		d.t.Errorf("daemontest: %v", err)
+	}
+}
+
 // Restart starts the daemon again on the same address and data dir.
 func (d *Daemon) Restart() {
 	d.t.Helper()
@@ -178,7 +197,9 @@ func (d *Daemon) Restart() {
 func (d *Daemon) Stop() { d.stopped.Do(d.stop) }
 
 func (d *Daemon) stop() {
-	if err := d.p.Stop(context.Background()); err != nil {
+	if err := d.p.Stop(context.Background()); err != nil && d.strict {
+		d.t.Errorf("daemontest: stop: %v", err)
+	} else if err != nil {
 		d.t.Logf("daemontest: stop: %v", err)
 	}
 	if live.Add(-1) == 0 {

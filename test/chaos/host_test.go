@@ -1,0 +1,235 @@
+package chaos
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/google/nftables"
+	"github.com/vishvananda/netlink"
+
+	"github.com/forkbox/forkbox/internal/daemon/daemontest"
+	"github.com/forkbox/forkbox/internal/runtime/gvisor"
+)
+
+// cgroupControllers are the cgroup v1 hierarchies a sandbox gets a cgroup
+// in (below forkbox/, named by its container).
+var cgroupControllers = []string{"memory", "pids", "cpu"}
+
+const cgroupParent = "/sys/fs/cgroup/%s/forkbox"
+
+// cgroupBaseline is the sandbox cgroups on the host before the run (other
+// daemons' on a shared machine): they are not the run's to account for.
+func cgroupBaseline() map[string]bool {
+	out := map[string]bool{}
+	for _, c := range cgroupControllers {
+		for _, name := range cgroupDirs(c) {
+			out[c+"/"+name] = true
+		}
+	}
+	return out
+}
+
+func cgroupDirs(controller string) []string {
+	ents, _ := os.ReadDir(fmt.Sprintf(cgroupParent, controller))
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// hostProblems compares what a stopped daemon left on the host with what it
+// listed: exactly the running sandboxes' containers, processes, namespaces,
+// cgroups, links and firewall objects, and exactly the paused sandboxes'
+// and the snapshots' images. Pooled and standby containers are the
+// daemon's own and must be gone once it has stopped.
+func (r *run) hostProblems(l listed) []string {
+	want := l.cids()
+	var p problems
+	root := filepath.Join(r.d.DataDir, "runtime", "runsc")
+	procs := map[string]bool{}
+	for _, rp := range gvisor.RunscProcesses(root) {
+		procs[rp.Container] = true
+	}
+	p.same("runsc processes' containers", slices.Sorted(maps.Keys(procs)), want)
+	p.same("runsc containers", r.runscList(root, &p), want)
+	p.same("network namespaces", netnsNames(), want)
+	for _, c := range cgroupControllers {
+		var mine []string
+		for _, name := range cgroupDirs(c) {
+			if !r.base[c+"/"+name] {
+				mine = append(mine, name)
+			}
+		}
+		p.same(c+" cgroups", mine, want)
+	}
+	links := r.links(&p)
+	p.same("host links' sandboxes", slices.Sorted(maps.Values(links)), want)
+	r.nftProblems(&p, slices.Sorted(maps.Keys(links)))
+	images := filepath.Join(r.d.DataDir, "images")
+	p.same("pause images", dirNames(filepath.Join(images, "paused")), l.paused)
+	p.same("snapshot images", dirNames(filepath.Join(images, "snapshots")), l.snapshots)
+	p.same("sandbox bundles", dirNames(filepath.Join(r.d.DataDir, "runtime", "sandboxes")), l.running)
+	var policies []string
+	for _, name := range dirNames(fmt.Sprintf("/run/forkbox/forkbox%d", daemontest.NetworkIndex())) {
+		policies = append(policies, strings.TrimSuffix(name, ".json"))
+	}
+	p.same("saved network policies", policies, want)
+	for _, c := range dirNames(filepath.Join(r.d.DataDir, "runtime", "containers")) {
+		if !slices.Contains(want, c) {
+			p.add("container bundle %s belongs to no running sandbox", c)
+		}
+	}
+	return p
+}
+
+// problems collects findings.
+type problems []string
+
+func (p *problems) add(format string, args ...any) { *p = append(*p, fmt.Sprintf(format, args...)) }
+
+// same reports a difference between the host's got and the listed want.
+func (p *problems) same(what string, got, want []string) {
+	slices.Sort(got)
+	var extra, missing []string
+	for _, g := range got {
+		if !slices.Contains(want, g) {
+			extra = append(extra, g)
+		}
+	}
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			missing = append(missing, w)
+		}
+	}
+	if len(extra) > 0 {
+		p.add("%s of nothing listed (leaked): %v", what, extra)
+	}
+	if len(missing) > 0 {
+		p.add("%s missing for listed %v", what, missing)
+	}
+}
+
+// runscList is runsc's own list of containers under root.
+func (r *run) runscList(root string, p *problems) []string {
+	out, err := exec.Command(filepath.Join(r.d.Bin, "runsc"), "--root", root, "list", "--format=json").Output()
+	if err != nil {
+		p.add("runsc list: %v", err)
+		return nil
+	}
+	var list []struct{ ID string }
+	if err := json.Unmarshal(bytes.TrimSpace(out), &list); err != nil && len(bytes.TrimSpace(out)) > 0 && string(bytes.TrimSpace(out)) != "null" {
+		p.add("runsc list: %v: %s", err, out)
+	}
+	var ids []string
+	for _, c := range list {
+		ids = append(ids, c.ID)
+	}
+	return ids
+}
+
+// netnsNames are the run's network namespaces, by container.
+func netnsNames() []string {
+	var out []string
+	for _, name := range dirNames("/var/run/netns") {
+		if id, ok := strings.CutPrefix(name, daemontest.NetNSPrefix()); ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// links maps the run's host-side veth names to the container their alias
+// names.
+func (r *run) links(p *problems) map[string]string {
+	all, err := netlink.LinkList()
+	if err != nil {
+		p.add("list links: %v", err)
+		return nil
+	}
+	prefix := fmt.Sprintf("fb%dh", daemontest.NetworkIndex())
+	out := map[string]string{}
+	for _, l := range all {
+		if a := l.Attrs(); strings.HasPrefix(a.Name, prefix) {
+			id, _, _ := strings.Cut(a.Alias, ":")
+			out[a.Name] = id
+		}
+	}
+	return out
+}
+
+// nftProblems checks the firewall table holds per-sandbox objects (verdict
+// map elements, chains, sets) for the host links in links and no others.
+func (r *run) nftProblems(p *problems, links []string) {
+	c, err := nftables.New()
+	if err != nil {
+		p.add("nftables: %v", err)
+		return
+	}
+	t := &nftables.Table{Name: fmt.Sprintf("forkbox%d", daemontest.NetworkIndex()), Family: nftables.TableFamilyINet}
+	for _, name := range []string{"policy", "natpolicy"} {
+		set, err := c.GetSetByName(t, name)
+		if err != nil {
+			p.add("nftables map %s: %v", name, err)
+			continue
+		}
+		elems, err := c.GetSetElements(set)
+		if err != nil {
+			p.add("nftables map %s: %v", name, err)
+			continue
+		}
+		var keys []string
+		for _, e := range elems {
+			keys = append(keys, string(bytes.TrimRight(e.Key, "\x00")))
+		}
+		p.same("nftables "+name+" elements", keys, links)
+	}
+	r.nftSlotObjects(p, c, t, len(links))
+}
+
+// nftSlotObjects counts the per-sandbox chains (sb<N>, nat<N>) and sets
+// (a<N>, d<N>): one of each per sandbox link.
+func (r *run) nftSlotObjects(p *problems, c *nftables.Conn, t *nftables.Table, n int) {
+	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyINet)
+	if err != nil {
+		p.add("nftables chains: %v", err)
+	}
+	count := map[string]int{}
+	for _, ch := range chains {
+		if ch.Table.Name == t.Name {
+			count[slotKind(ch.Name, "sb", "nat")]++
+		}
+	}
+	sets, err := c.GetSets(t)
+	if err != nil {
+		p.add("nftables sets: %v", err)
+	}
+	for _, s := range sets {
+		count[slotKind(s.Name, "a", "d")]++
+	}
+	for _, kind := range []string{"sb", "nat", "a", "d"} {
+		if count[kind] != n {
+			p.add("nftables: %d %s<N> objects for %d sandbox links", count[kind], kind, n)
+		}
+	}
+}
+
+// slotKind returns the prefix of a per-slot object name (sb12 → sb), ""
+// for other names.
+func slotKind(name string, prefixes ...string) string {
+	for _, pre := range prefixes {
+		if rest, ok := strings.CutPrefix(name, pre); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+			return pre
+		}
+	}
+	return ""
+}

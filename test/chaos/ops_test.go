@@ -1,0 +1,157 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/forkbox/forkbox/client"
+)
+
+// op is one operation a round may start.
+type op struct {
+	name string
+	do   func(ctx context.Context, c *client.Client) error
+}
+
+// pick draws an operation that fits what the daemon holds: creates and
+// clones only below maxLive, snapshots only below maxSnapshots. Targets are
+// drawn now, so the operations of one round often race on one sandbox.
+func (r *run) pick(live []client.SandboxInfo, snaps []client.SnapshotInfo) op {
+	var choices []op
+	if len(live) < maxLive {
+		choices = append(choices, r.createOp(), r.createOp())
+		if len(snaps) > 0 {
+			choices = append(choices, r.restoreOp(snaps))
+		}
+	}
+	if len(live) > 0 {
+		sb := live[r.rng.IntN(len(live))]
+		choices = append(choices, r.sandboxOps(sb, len(live), snaps)...)
+	}
+	if len(snaps) > 0 {
+		s := snaps[r.rng.IntN(len(snaps))]
+		choices = append(choices, op{"delete-snapshot", func(ctx context.Context, c *client.Client) error {
+			return c.DeleteSnapshot(ctx, s.SnapshotID)
+		}})
+	}
+	return choices[r.rng.IntN(len(choices))]
+}
+
+// createOp creates a sandbox of the base template; one in three lives a
+// second or two (a TTL expiry races the round's other operations), and half
+// of those pause instead of dying.
+func (r *run) createOp() op {
+	o := client.CreateOptions{TemplateID: "base", Timeout: 10 * time.Minute}
+	if r.rng.IntN(3) == 0 {
+		o.Timeout = time.Duration(1+r.rng.IntN(2)) * time.Second
+		o.AutoPause = r.rng.IntN(2) == 0
+	}
+	return op{"create", func(ctx context.Context, c *client.Client) error {
+		_, err := c.CreateSandbox(ctx, o)
+		return err
+	}}
+}
+
+// restoreOp starts a sandbox from a snapshot.
+func (r *run) restoreOp(snaps []client.SnapshotInfo) op {
+	s := snaps[r.rng.IntN(len(snaps))]
+	return op{"restore", func(ctx context.Context, c *client.Client) error {
+		_, err := c.CreateSandbox(ctx, client.CreateOptions{TemplateID: s.SnapshotID, Timeout: 10 * time.Minute})
+		return err
+	}}
+}
+
+// sandboxOps are the operations on sandbox sb.
+func (r *run) sandboxOps(sb client.SandboxInfo, nLive int, snaps []client.SnapshotInfo) []op {
+	id := sb.SandboxID
+	ttl := time.Duration(1+r.rng.IntN(2)) * time.Second
+	count := 1 + r.rng.IntN(max(1, min(2, maxLive-nLive)))
+	ops := []op{
+		{"kill", func(ctx context.Context, c *client.Client) error { return c.KillSandbox(ctx, id) }},
+		{"pause", func(ctx context.Context, c *client.Client) error { return c.Pause(ctx, id) }},
+		{"resume", func(ctx context.Context, c *client.Client) error {
+			_, err := c.Connect(ctx, id, 10*time.Minute)
+			return err
+		}},
+		{"ttl", func(ctx context.Context, c *client.Client) error { return c.SetTimeout(ctx, id, ttl) }},
+	}
+	if len(snaps) < maxSnapshots {
+		ops = append(ops, op{"snapshot", func(ctx context.Context, c *client.Client) error {
+			_, err := c.Snapshot(ctx, id, "")
+			return err
+		}})
+	}
+	if nLive < maxLive {
+		ops = append(ops, op{"clone", func(ctx context.Context, c *client.Client) error {
+			_, err := c.Clone(ctx, id, client.CloneOptions{Count: count})
+			return err
+		}})
+	}
+	if i := slices.IndexFunc(snaps, func(s client.SnapshotInfo) bool { return s.SandboxID == id }); i >= 0 {
+		snap := snaps[i].SnapshotID
+		ops = append(ops, op{"rollback", func(ctx context.Context, c *client.Client) error {
+			_, err := c.Rollback(ctx, id, snap)
+			return err
+		}})
+	}
+	return ops
+}
+
+// stats counts the outcomes of operations by name and answer class.
+type stats struct {
+	mu sync.Mutex
+	n  map[string]int // "op:outcome" → count
+}
+
+func (s *stats) add(name string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n == nil {
+		s.n = map[string]int{}
+	}
+	s.n[name+":"+outcome(err)]++
+}
+
+// outcome classifies an operation's answer: ok, an API status, or "down"
+// (the daemon was killed under it).
+func outcome(err error) string {
+	var ae *client.Error
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.As(err, &ae):
+		return fmt.Sprint(ae.Status)
+	default:
+		return "down"
+	}
+}
+
+func (s *stats) summary() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var parts []string
+	for k, v := range s.n {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, v))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, " ")
+}
+
+// serverErrors lists the operations answered with a 5xx.
+func (s *stats) serverErrors() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for k, v := range s.n {
+		if _, code, _ := strings.Cut(k, ":"); strings.HasPrefix(code, "5") {
+			out = append(out, fmt.Sprintf("%s=%d", k, v))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
