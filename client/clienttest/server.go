@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/client"
+	"github.com/forkbox/forkbox/internal/egress"
 	"github.com/forkbox/forkbox/internal/runtime/fake"
 	"github.com/forkbox/forkbox/internal/sandbox"
 	"github.com/forkbox/forkbox/internal/server"
@@ -48,6 +49,9 @@ type Request struct {
 type Server struct {
 	// URL is the base URL of the control API and the data plane.
 	URL string
+	// Denials are the sandboxes' egress denials the daemon reports; a
+	// test records some with Denials.Proxy.
+	Denials *egress.Denials
 
 	t   testing.TB
 	mgr *sandbox.Manager
@@ -75,7 +79,7 @@ func NewServer(t testing.TB) *Server {
 	if err := st.AddAPIKey(ctx, "test", APIKey, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{t: t, rt: fake.New()}
+	s := &Server{t: t, rt: fake.New(), Denials: egress.NewDenials()}
 	s.rt.Handler = func(string) http.Handler { return newAgent() }
 	t.Cleanup(s.deleteAll)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -89,7 +93,7 @@ func NewServer(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Manager: s.mgr, Keys: st, Logger: log, Templates: builds})
+	srv, err := server.New(server.Config{Manager: s.mgr, Keys: st, Logger: log, Templates: builds, Egress: s.Denials})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,16 +4,19 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/forkbox/forkbox/client"
 	"github.com/forkbox/forkbox/client/clienttest"
+	"github.com/forkbox/forkbox/internal/netpolicy"
 )
 
 type networkOut struct {
-	SandboxID     string   `json:"sandboxID"`
-	AllowInternet bool     `json:"allowInternetAccess"`
-	AllowOut      []string `json:"allowOut"`
-	DenyOut       []string `json:"denyOut"`
+	SandboxID     string         `json:"sandboxID"`
+	AllowInternet bool           `json:"allowInternetAccess"`
+	AllowOut      []string       `json:"allowOut"`
+	DenyOut       []string       `json:"denyOut"`
+	Denials       client.Denials `json:"denials"`
 }
 
 func TestSandboxNetwork(t *testing.T) {
@@ -25,13 +28,24 @@ func TestSandboxNetwork(t *testing.T) {
 	}
 	got = mustJSON[networkOut](t, srv, "sandbox", "network", id,
 		"--deny-out", "0.0.0.0/0", "--allow-out", "api.example.com,198.51.100.0/24", "--internet=false")
-	want := networkOut{SandboxID: id, AllowOut: []string{"api.example.com", "198.51.100.0/24"}, DenyOut: []string{"0.0.0.0/0"}}
+	want := networkOut{SandboxID: id, AllowOut: []string{"api.example.com", "198.51.100.0/24"}, DenyOut: []string{"0.0.0.0/0"},
+		Denials: client.Denials{ByReason: map[string]uint64{}, Recent: []client.Denial{}}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("after set: %+v, want %+v", got, want)
 	}
+	at := time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)
+	srv.Denials.Proxy(id, netpolicy.Denial{Time: at, Layer: netpolicy.LayerProxy, Destination: "198.51.100.9:443",
+		Name: "no.example", Reason: netpolicy.ReasonName, Rule: "name no.example not in allowOut"})
+	srv.Denials.Kernel([]netpolicy.KernelCount{{ID: id, Reason: netpolicy.ReasonDenyOut, Packets: 3, Recent: []netpolicy.Denial{
+		{Time: at, Layer: netpolicy.LayerKernel, Destination: "198.51.100.10", Reason: netpolicy.ReasonDenyOut, Rule: "denyOut 0.0.0.0/0"}}}})
 	r := runCLI(t, srv, nil, "sandbox", "network", id)
-	if r.code != 0 || !strings.Contains(r.stdout, "api.example.com, 198.51.100.0/24") || !strings.Contains(r.stdout, "no (0.0.0.0/0 denied)") {
-		t.Errorf("human output %q %q", r.stdout, r.stderr)
+	for _, s := range []string{"api.example.com, 198.51.100.0/24", "no (0.0.0.0/0 denied)", "4 (denyOut 3, name 1)", "no.example", "denyOut 0.0.0.0/0"} {
+		if r.code != 0 || !strings.Contains(r.stdout, s) {
+			t.Errorf("human output lacks %q: %q %q", s, r.stdout, r.stderr)
+		}
+	}
+	if d := mustJSON[networkOut](t, srv, "sandbox", "network", id).Denials; d.Total != 4 || len(d.Recent) != 2 || d.Recent[1].Name != "no.example" && d.Recent[0].Name != "no.example" {
+		t.Errorf("JSON denials %+v", d)
 	}
 	got = mustJSON[networkOut](t, srv, "sandbox", "network", id, "--clear")
 	if !got.AllowInternet || len(got.AllowOut)+len(got.DenyOut) != 0 {

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"errors"
+	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -44,7 +46,7 @@ link-local (169.254.0.0/16) and host addresses stay unreachable whatever the rul
 					return err
 				}
 			}
-			s, err := a.client().GetSandbox(cmd.Context(), args[0])
+			s, err := a.client().NetworkStatus(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -59,30 +61,55 @@ link-local (169.254.0.0/16) and host addresses stay unreachable whatever the rul
 	return cmd
 }
 
-// printNetwork shows a sandbox's egress rules.
-func (a *app) printNetwork(s *client.SandboxInfo) error {
-	rules := s.Network
-	if rules == nil {
-		rules = &client.NetworkRules{}
-	}
+// printNetwork shows a sandbox's egress rules and what they refused.
+func (a *app) printNetwork(s *client.NetworkStatus) error {
 	if a.json {
-		internet := s.AllowInternetAccess == nil || *s.AllowInternetAccess
 		return a.printJSON(struct {
-			SandboxID     string   `json:"sandboxID"`
-			AllowInternet bool     `json:"allowInternetAccess"`
-			AllowOut      []string `json:"allowOut"`
-			DenyOut       []string `json:"denyOut"`
-		}{s.SandboxID, internet, nonNil(rules.AllowOut), nonNil(rules.DenyOut)})
+			SandboxID     string         `json:"sandboxID"`
+			AllowInternet bool           `json:"allowInternetAccess"`
+			AllowOut      []string       `json:"allowOut"`
+			DenyOut       []string       `json:"denyOut"`
+			Denials       client.Denials `json:"denials"`
+		}{s.SandboxID, s.AllowInternetAccess, nonNil(s.Network.AllowOut), nonNil(s.Network.DenyOut), s.Denials})
 	}
 	internet := "yes"
-	if s.AllowInternetAccess != nil && !*s.AllowInternetAccess {
+	if !s.AllowInternetAccess {
 		internet = "no (0.0.0.0/0 denied)"
 	}
-	return fields(a.stdout, [][2]string{
+	if err := fields(a.stdout, [][2]string{
 		{"Sandbox ID", s.SandboxID}, {"Internet", internet},
-		{"Allow out", orDash(strings.Join(rules.AllowOut, ", "))},
-		{"Deny out", orDash(strings.Join(rules.DenyOut, ", "))},
-	})
+		{"Allow out", orDash(strings.Join(s.Network.AllowOut, ", "))},
+		{"Deny out", orDash(strings.Join(s.Network.DenyOut, ", "))},
+		{"Denied", denialSummary(s.Denials)},
+	}); err != nil {
+		return err
+	}
+	if len(s.Denials.Recent) == 0 {
+		return nil
+	}
+	fmt.Fprintln(a.stdout, "\nRecent denials:")
+	rows := make([][]string, 0, len(s.Denials.Recent))
+	for _, d := range s.Denials.Recent {
+		rows = append(rows, []string{d.Time.Local().Format("15:04:05"), d.Layer, d.Destination, orDash(d.Name), d.Reason, d.Rule})
+	}
+	return table(a.stdout, []string{"TIME", "LAYER", "DESTINATION", "NAME", "REASON", "RULE"}, rows)
+}
+
+// denialSummary is "7 (denyOut 5, name 2)", or "0".
+func denialSummary(d client.Denials) string {
+	if d.Total == 0 {
+		return "0"
+	}
+	reasons := make([]string, 0, len(d.ByReason))
+	for r := range d.ByReason {
+		reasons = append(reasons, r)
+	}
+	sort.Strings(reasons)
+	parts := make([]string, len(reasons))
+	for i, r := range reasons {
+		parts[i] = fmt.Sprintf("%s %d", r, d.ByReason[r])
+	}
+	return fmt.Sprintf("%d (%s)", d.Total, strings.Join(parts, ", "))
 }
 
 // splitList drops empty entries, so --deny-out "" clears the list.

@@ -15,7 +15,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/forkbox/forkbox/internal/egress"
 	"github.com/forkbox/forkbox/internal/eventlog"
+	"github.com/forkbox/forkbox/internal/netpolicy"
 	"github.com/forkbox/forkbox/internal/runtime"
 	"github.com/forkbox/forkbox/internal/runtime/gvisor"
 	"github.com/forkbox/forkbox/internal/sandbox"
@@ -112,22 +114,25 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	rt, closeRuntime, err := newRuntime(ctx, o)
+	den := egress.NewDenials()
+	rt, closeRuntime, err := newRuntime(ctx, o, den)
 	if err != nil {
 		return err
 	}
 	defer closeRuntime(context.WithoutCancel(ctx))
 	met := newMetrics()
+	met.reg.MustRegister(den)
 	mgr, err := newManager(ctx, o, rt, st, tpls, met)
 	if err != nil {
 		return err
 	}
+	den.SetSink(func(id string, d netpolicy.Denial) { _ = mgr.AppendEvent(id, egressEvent(d)) })
 	builds, err := newBuilds(ctx, o, rt, st)
 	if err != nil {
 		return err
 	}
 	met.watch(mgr, rt)
-	srv, err := server.New(server.Config{Manager: mgr, Keys: st, Logger: log, Domain: o.Domain, Templates: builds, Metrics: met.handler()})
+	srv, err := server.New(server.Config{Manager: mgr, Keys: st, Logger: log, Domain: o.Domain, Templates: builds, Metrics: met.handler(), Egress: den})
 	if err != nil {
 		return err
 	}

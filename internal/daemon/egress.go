@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
+	"time"
 
 	"github.com/forkbox/forkbox/internal/egress"
+	"github.com/forkbox/forkbox/internal/eventlog"
 	"github.com/forkbox/forkbox/internal/netns"
 	"github.com/forkbox/forkbox/internal/netpolicy"
 )
@@ -21,23 +24,97 @@ type EgressOptions struct {
 	DNS string
 }
 
+// denialPoll is how often the kernel's per-sandbox refusal counters are
+// read: the delay before a dropped packet shows in a sandbox's counts.
+const denialPoll = time.Second
+
+// egressEvent turns a denial into an event of the sandbox's log.
+func egressEvent(d netpolicy.Denial) eventlog.Event {
+	fields := map[string]string{"layer": d.Layer, "destination": d.Destination, "reason": d.Reason, "rule": d.Rule}
+	msg := "egress denied: " + d.Destination
+	if d.Name != "" {
+		fields["name"] = d.Name
+		msg += " (" + d.Name + ")"
+	}
+	return eventlog.Event{Time: d.Time, Level: eventlog.LevelWarn, Logger: eventlog.LoggerEgress,
+		Message: msg, Fields: fields}
+}
+
 // egressProxy is the daemon's egress proxy: its listener exists before
 // the sandbox networks (whose NAT rules name its port), and it serves once
 // the network manager that knows the policies does.
 type egressProxy struct {
-	ln    net.Listener
-	proxy *egress.Proxy
-	done  chan error
+	ln      net.Listener
+	proxy   *egress.Proxy
+	done    chan error
+	denials *egress.Denials
+	stop    context.CancelFunc
+	owners  netOwners
+}
+
+// netOwners finds the sandbox a network belongs to: networks are keyed by
+// container, which is not the sandbox id for one restored into a standby
+// container. A miss reloads the map, at most once a second per key (a
+// standby container's network has no sandbox yet).
+type netOwners struct {
+	mu     sync.Mutex
+	load   func() map[string]string
+	m      map[string]string
+	missed map[string]time.Time
+}
+
+// setLoad sets where the map comes from (the runtime, made after the proxy).
+func (o *netOwners) setLoad(f func() map[string]string) {
+	o.mu.Lock()
+	o.load = f
+	o.mu.Unlock()
+}
+
+func (o *netOwners) sandbox(key string) (string, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if id, ok := o.m[key]; ok {
+		return id, true
+	}
+	if o.load == nil || time.Since(o.missed[key]) < time.Second {
+		return "", false
+	}
+	o.m = o.load()
+	id, ok := o.m[key]
+	if o.missed == nil || len(o.missed) > 4096 {
+		o.missed = map[string]time.Time{}
+	}
+	if ok {
+		delete(o.missed, key)
+	} else {
+		o.missed[key] = time.Now()
+	}
+	return id, ok
+}
+
+// refusals reads the kernel's counts keyed by sandbox id.
+func (e *egressProxy) refusals(nm *netns.Manager) func() ([]netpolicy.KernelCount, error) {
+	return func() ([]netpolicy.KernelCount, error) {
+		kcs, err := nm.Refusals()
+		out := kcs[:0]
+		for _, kc := range kcs {
+			if id, ok := e.owners.sandbox(kc.ID); ok {
+				kc.ID = id
+				out = append(out, kc)
+			}
+		}
+		return out, err
+	}
 }
 
 // listenEgress opens the proxy's port on every address; the nftables
 // input chain lets only redirected sandbox connections reach it.
-func listenEgress() (*egressProxy, error) {
+func listenEgress(den *egress.Denials) (*egressProxy, error) {
 	ln, err := net.Listen("tcp4", "0.0.0.0:0")
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: %w", err)
 	}
-	return &egressProxy{ln: ln}, nil
+	return &egressProxy{ln: ln, denials: den}, nil
 }
 
 // port is the proxy's TCP port.
@@ -52,6 +129,13 @@ func (e *egressProxy) serve(o Options, nm *netns.Manager) error {
 		}),
 		Opened: o.Egress.Open,
 		Logger: o.Logger,
+		OnDeny: func(src netip.Addr, d netpolicy.Denial) {
+			if l, ok := nm.LeaseByAddr(src); ok {
+				if id, ok := e.owners.sandbox(l.ID); ok {
+					e.denials.Proxy(id, d)
+				}
+			}
+		},
 	}
 	if dns := o.Egress.DNS; dns != "" {
 		cfg.Resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
@@ -65,6 +149,9 @@ func (e *egressProxy) serve(o Options, nm *netns.Manager) error {
 	}
 	e.proxy, e.done = p, make(chan error, 1)
 	go func() { e.done <- p.Serve(e.ln) }()
+	ctx, stop := context.WithCancel(context.Background())
+	e.stop = stop
+	go e.denials.Watch(ctx, denialPoll, e.refusals(nm), o.Logger)
 	return nil
 }
 
@@ -74,6 +161,7 @@ func (e *egressProxy) close() {
 		e.ln.Close()
 		return
 	}
+	e.stop()
 	e.proxy.Close()
 	<-e.done
 }

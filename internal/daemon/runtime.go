@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/forkbox/forkbox/internal/egress"
 	"github.com/forkbox/forkbox/internal/hostmm"
 	"github.com/forkbox/forkbox/internal/netns"
 	"github.com/forkbox/forkbox/internal/runtime"
@@ -18,11 +19,11 @@ import (
 // newRuntime builds the gVisor backend: per-sandbox network namespaces and
 // runsc state under the data dir. The returned func releases what the
 // backend holds besides sandboxes (its standby containers).
-func newRuntime(ctx context.Context, o Options) (runtime.Runtime, func(context.Context) error, error) {
+func newRuntime(ctx context.Context, o Options, den *egress.Denials) (runtime.Runtime, func(context.Context) error, error) {
 	if o.HostHugePages {
 		tuneHugePages(o.Logger)
 	}
-	eg, err := listenEgress()
+	eg, err := listenEgress(den)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -48,6 +49,7 @@ func newRuntime(ctx context.Context, o Options) (runtime.Runtime, func(context.C
 		eg.close()
 		return nil, nil, fmt.Errorf("gvisor runtime: %w", err)
 	}
+	eg.owners.setLoad(rt.NetworkOwners)
 	closeAll := func(ctx context.Context) error {
 		err := rt.Close(ctx)
 		eg.close()

@@ -56,6 +56,9 @@ type Config struct {
 	DialTimeout time.Duration
 	// Logger receives denials (rate-limited) and errors.
 	Logger *slog.Logger
+	// OnDeny, if set, is told of every refused connection with the
+	// address of the sandbox it came from (see Denials).
+	OnDeny func(src netip.Addr, d netpolicy.Denial)
 }
 
 // Stats counts the proxy's decisions since start.
@@ -194,7 +197,7 @@ func (p *Proxy) handle(c net.Conn) {
 	src := netip.MustParseAddrPort(c.RemoteAddr().String()).Addr().Unmap()
 	pol, ok := p.cfg.Policies.PolicyFor(src)
 	if !ok {
-		p.deny(src, netip.AddrPort{}, "", "connection from no known sandbox")
+		p.deny(src, netip.AddrPort{}, "", decision{reason: netpolicy.ReasonForbidden, why: "connection from no known sandbox"})
 		return
 	}
 	dst, err := p.cfg.OriginalDst(c)
@@ -215,10 +218,14 @@ func (p *Proxy) handle(c net.Conn) {
 	p.handleHTTP(ctx, cn)
 }
 
-// deny counts and logs (rate-limited) a refused connection.
-func (p *Proxy) deny(src netip.Addr, dst netip.AddrPort, name, why string) {
+// deny counts, reports and logs (rate-limited) a refused connection.
+func (p *Proxy) deny(src netip.Addr, dst netip.AddrPort, name string, d decision) {
 	p.denied.Add(1)
+	if p.cfg.OnDeny != nil {
+		p.cfg.OnDeny(src, netpolicy.Denial{Time: time.Now(), Layer: netpolicy.LayerProxy,
+			Destination: dst.String(), Name: name, Reason: d.reason, Rule: d.why})
+	}
 	if p.limiter.allow(src) {
-		p.log.Info("egress denied", "sandbox_addr", src, "dst", dst, "name", name, "rule", why)
+		p.log.Info("egress denied", "sandbox_addr", src, "dst", dst, "name", name, "reason", d.reason, "rule", d.why)
 	}
 }

@@ -151,6 +151,8 @@ type harness struct {
 	mu    sync.Mutex
 	dsts  map[string]netip.AddrPort
 	pol   netpolicy.Policy
+	// denials are what the proxy reported through Config.OnDeny.
+	denials []netpolicy.Denial
 }
 
 func newHarness(t *testing.T, pol netpolicy.Policy, res *net.Resolver) *harness {
@@ -175,6 +177,11 @@ func newHarness(t *testing.T, pol netpolicy.Policy, res *net.Resolver) *harness 
 			return netip.AddrPort{}, fmt.Errorf("no destination for %s", c.RemoteAddr())
 		},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		OnDeny: func(src netip.Addr, d netpolicy.Denial) {
+			h.mu.Lock()
+			h.denials = append(h.denials, d)
+			h.mu.Unlock()
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

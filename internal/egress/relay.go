@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/forkbox/forkbox/internal/netpolicy"
 )
 
 // errHelloRead stops the TLS handshake once the ClientHello is parsed.
@@ -39,7 +41,7 @@ func (p *Proxy) handleTLS(ctx context.Context, cn *conn) {
 	}
 	d := p.decide(ctx, cn, sni)
 	if d.deny {
-		p.deny(cn.src, cn.dst, sni, d.why)
+		p.deny(cn.src, cn.dst, sni, d)
 		return
 	}
 	up, err := p.dial(ctx, d.to)
@@ -69,7 +71,7 @@ func (p *Proxy) handleHTTP(ctx context.Context, cn *conn) {
 	host := req.Host
 	d := p.decide(ctx, cn, host)
 	if d.deny {
-		p.deny(cn.src, cn.dst, host, d.why)
+		p.deny(cn.src, cn.dst, host, d)
 		forbid(cn.c, host, d.why)
 		return
 	}
@@ -113,7 +115,7 @@ func (p *Proxy) forwardRequests(cn *conn, req *http.Request, up net.Conn) {
 			return
 		}
 		if normalName(next.Host) != host {
-			p.deny(cn.src, cn.dst, next.Host, "a second host on one connection")
+			p.deny(cn.src, cn.dst, next.Host, decision{reason: netpolicy.ReasonHostSwitch, why: "a second host on one connection"})
 			return
 		}
 		req = next
@@ -124,7 +126,7 @@ func (p *Proxy) forwardRequests(cn *conn, req *http.Request, up net.Conn) {
 func (p *Proxy) relayRaw(ctx context.Context, cn *conn) {
 	d := p.decide(ctx, cn, "")
 	if d.deny {
-		p.deny(cn.src, cn.dst, "", d.why)
+		p.deny(cn.src, cn.dst, "", d)
 		return
 	}
 	up, err := p.dial(ctx, d.to)

@@ -15,9 +15,10 @@ import (
 
 // decision is where an allowed connection goes, or why it may not.
 type decision struct {
-	to   netip.AddrPort // valid when allowed
-	why  string         // the rule that decided
-	deny bool
+	to     netip.AddrPort // valid when allowed
+	why    string         // the rule that decided
+	reason string         // a netpolicy.Reason* when denied
+	deny   bool
 }
 
 // decide applies the policy to a connection that asked for name (empty
@@ -27,19 +28,24 @@ func (p *Proxy) decide(ctx context.Context, cn *conn, name string) decision {
 	if name != "" && cn.policy.AllowsName(name) {
 		addr, err := p.resolve(ctx, name)
 		if err != nil {
-			return decision{deny: true, why: err.Error()}
+			return decision{deny: true, why: err.Error(), reason: netpolicy.ReasonResolve}
 		}
 		return decision{to: netip.AddrPortFrom(addr, cn.dst.Port()), why: "allowOut name " + name}
 	}
 	a := cn.dst.Addr()
 	if p.local.contains(a) {
-		return decision{deny: true, why: "the host's own address"}
+		return decision{deny: true, why: "the host's own address", reason: netpolicy.ReasonHost}
 	}
 	if !cn.policy.AllowsAddr(a, p.cfg.Opened) {
 		if name != "" && cn.policy.HasNames() {
-			return decision{deny: true, why: fmt.Sprintf("name %s not in allowOut and %s denied", name, a)}
+			return decision{deny: true, reason: netpolicy.ReasonName,
+				why: fmt.Sprintf("name %s not in allowOut and %s denied", name, a)}
 		}
-		return decision{deny: true, why: "address " + a.String() + " denied"}
+		reason, rule := cn.policy.DenyRule(a, p.cfg.Opened)
+		if reason == "" {
+			reason, rule = netpolicy.ReasonForbidden, "not IPv4"
+		}
+		return decision{deny: true, why: "address " + a.String() + " denied: " + rule, reason: reason}
 	}
 	return decision{to: cn.dst, why: "address rules"}
 }

@@ -34,6 +34,9 @@ const (
 	LoggerLifecycle = "forkbox.lifecycle"
 	// LoggerAgent marks events the sandbox's agent reported.
 	LoggerAgent = "forkbox.agent"
+	// LoggerEgress marks connection attempts the sandbox's egress rules
+	// refused.
+	LoggerEgress = "forkbox.egress"
 )
 
 // DefaultMax is how many events a sandbox keeps by default.

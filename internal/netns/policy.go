@@ -128,6 +128,9 @@ func (m *Manager) addLeaseObjects(c *nftables.Conn, t *nftables.Table, l Lease) 
 			}
 		}
 	}
+	if err := m.addRefusalObjects(c, t, l); err != nil {
+		return err
+	}
 	ch := c.AddChain(&nftables.Chain{Name: chainName(l.Slot), Table: t})
 	c.FlushChain(ch)
 	m.addPolicyRules(c, t, ch, l)
@@ -161,7 +164,9 @@ func (m *Manager) addPolicyRules(c *nftables.Conn, t *nftables.Table, ch *nftabl
 	}
 	add([]expr.Any{&expr.Verdict{Kind: expr.VerdictJump, Chain: guard}})
 	add(daddrInSet(allowSetName(l.Slot)), accept())
-	add(daddrInSet(denySetName(l.Slot)), drop())
+	for _, e := range countAndSample(denyCounterName(l.Slot), denySampleName(l.Slot)) {
+		add(daddrInSet(denySetName(l.Slot)), e)
+	}
 	add(accept())
 }
 
@@ -183,14 +188,16 @@ func (m *Manager) addGuardChain(c *nftables.Conn, t *nftables.Table) error {
 		add(daddrInSet(openedSet), ret())
 	}
 	for _, p := range netpolicy.Forbidden {
-		add(daddrIn(p), drop())
+		for _, e := range guardDrop(p) {
+			add(e)
+		}
 	}
 	return nil
 }
 
 // addMaps creates the two verdict maps, empty; leases add their elements.
 func addMaps(c *nftables.Conn, t *nftables.Table) error {
-	for _, name := range []string{policyMap, natMap} {
+	for _, name := range []string{policyMap, natMap, refuseMap} {
 		vm := &nftables.Set{Table: t, Name: name, KeyType: nftables.TypeIFName, DataType: nftables.TypeVerdict, IsMap: true}
 		if err := c.AddSet(vm, nil); err != nil {
 			return fmt.Errorf("nftables map %s: %w", name, err)
@@ -222,6 +229,9 @@ func (m *Manager) removePolicy(l Lease) error {
 			return c.SetDeleteElements(vm, []nftables.SetElement{{Key: ifname(l.HostLink)}})
 		})
 	}
+	for _, s := range removeRefusalSteps(t, l) {
+		step(s.what, s.f)
+	}
 	for _, name := range []string{chainName(l.Slot), natChainName(l.Slot)} {
 		step(name, func(c *nftables.Conn) error {
 			ch := &nftables.Chain{Name: name, Table: t}
@@ -235,6 +245,9 @@ func (m *Manager) removePolicy(l Lease) error {
 			c.DelSet(&nftables.Set{Table: t, Name: name})
 			return nil
 		})
+	}
+	for _, s := range removeRefusalData(t, l) {
+		step(s.what, s.f)
 	}
 	if err := os.Remove(m.policyPath(l.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, fmt.Errorf("remove saved policy of %s: %w", l.ID, err))

@@ -43,6 +43,7 @@ func (s *Server) routes() *http.ServeMux {
 
 		// Egress rules (network.go).
 		{"PUT /sandboxes/{id}/network", s.updateNetwork},
+		{"GET /sandboxes/{id}/network", s.networkStatus}, // network_status.go
 
 		{"GET /metrics", s.serveMetrics},
 

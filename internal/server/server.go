@@ -61,6 +61,9 @@ type Config struct {
 	// Metrics, if set, serves GET /metrics (the daemon's Prometheus
 	// registry) behind the control API's key check.
 	Metrics http.Handler
+	// Egress, if set, reports each sandbox's egress denials at
+	// GET /sandboxes/{id}/network.
+	Egress EgressDenials
 }
 
 // Server serves the control API and the data plane on one handler.

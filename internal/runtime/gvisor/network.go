@@ -2,6 +2,8 @@ package gvisor
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 
 	"github.com/forkbox/forkbox/internal/netpolicy"
 	"github.com/forkbox/forkbox/internal/runtime"
@@ -26,4 +28,19 @@ func (r *Runtime) applyEgress(ctx context.Context, cid string, spec runtime.Spec
 		return nil
 	}
 	return r.cfg.Net.SetPolicy(ctx, cid, *spec.Egress)
+}
+
+// NetworkOwners maps the key of each sandbox's network (its container id,
+// which differs from the sandbox id for a sandbox restored into a standby
+// container) to the sandbox id: the egress proxy and the kernel counters
+// know a network, the API a sandbox.
+func (r *Runtime) NetworkOwners() map[string]string {
+	entries, _ := os.ReadDir(filepath.Join(r.cfg.StateDir, "sandboxes"))
+	out := make(map[string]string, len(entries))
+	for _, e := range entries {
+		if h, err := r.loadHandle(e.Name()); err == nil {
+			out[h.cid()] = h.ID
+		}
+	}
+	return out
 }

@@ -6,7 +6,7 @@
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { Sandbox } from 'e2b'
-import { run } from './helpers.mjs'
+import { run, waitFor } from './helpers.mjs'
 
 const A = process.env.EGRESS_WEB_A
 const B = process.env.EGRESS_WEB_B
@@ -159,5 +159,44 @@ test('rules survive pause/resume and go with a fork', { timeout: 240_000 }, asyn
   assert.equal(await reach(fork, `http://${A}/`, 'A'), false, 'fork: A denied')
   assert.equal(await reach(fork, `http://${B}/`, 'B'), true, 'fork: B fine')
   await kill(fork)
+  await kill(sbx)
+})
+
+// api calls the daemon's control API with the client's key (the network
+// status route is a forkbox extension the npm client does not know).
+async function api(path) {
+  const res = await fetch(`${process.env.E2B_API_URL}${path}`, { headers: { 'X-API-Key': process.env.E2B_API_KEY } })
+  assert.equal(res.status, 200, `${path}: ${res.status}`)
+  return path === '/metrics' ? res.text() : res.json()
+}
+
+test('denials are counted per sandbox, listed with their rule, logged and exported', { timeout: 240_000 }, async () => {
+  const sbx = await create({ network: { denyOut: ['0.0.0.0/0'], allowOut: ['allowed.egress.test'] } })
+  const quiet = await create()
+  assert.equal(await reach(sbx, `-H 'Host: other.egress.test' http://${A}/`, 'A'), false, 'unlisted name')
+  assert.equal(await tcp(sbx, A, 7000), false, 'denied address, other port')
+  assert.equal(await tcp(sbx, M, 7000), false, 'metadata address, other port')
+  let st
+  await waitFor('the denials counted', async () => {
+    st = await api(`/sandboxes/${sbx.sandboxId}/network`)
+    const by = st.denials.byReason
+    return by.name >= 1 && by.denyOut >= 1 && by.forbidden >= 1
+  }, 15_000, 250).catch((e) => assert.fail(`${e.message}: ${JSON.stringify(st)}`))
+  assert.deepEqual(st.network.denyOut, ['0.0.0.0/0'])
+  const find = (f) => st.denials.recent.find(f)
+  assert.ok(find((d) => d.layer === 'proxy' && d.name === 'other.egress.test' && d.destination === `${A}:80` && d.reason === 'name'),
+    `proxy denial listed: ${JSON.stringify(st.denials.recent)}`)
+  assert.ok(find((d) => d.layer === 'kernel' && d.destination === A && d.rule === 'denyOut 0.0.0.0/0'), 'kernel denyOut listed')
+  assert.ok(find((d) => d.layer === 'kernel' && d.destination === M && d.rule === 'forbidden range 169.254.0.0/16'), 'kernel guard listed')
+  const other = await api(`/sandboxes/${quiet.sandboxId}/network`)
+  assert.equal(other.denials.total, 0, 'another sandbox counts nothing')
+  const logs = await api(`/v2/sandboxes/${sbx.sandboxId}/logs?limit=1000`)
+  const lines = logs.logs.map((l) => l.message)
+  assert.ok(lines.includes(`egress denied: ${A}:80 (other.egress.test)`), `proxy denial logged: ${lines}`)
+  assert.ok(lines.includes(`egress denied: ${M}`), 'kernel denial logged')
+  const metrics = await api('/metrics')
+  assert.match(metrics, /forkbox_egress_denied_total\{layer="proxy",reason="name"\} [1-9]/)
+  assert.match(metrics, /forkbox_egress_denied_total\{layer="kernel",reason="forbidden"\} [1-9]/)
+  await kill(quiet)
   await kill(sbx)
 })
