@@ -21,6 +21,7 @@ func TestDashboardRoutes(t *testing.T) {
 		{"/dashboard", http.StatusFound, ""},
 		{"/dashboard/", http.StatusOK, "<html"},
 		{"/dashboard/app.js", http.StatusOK, "lineage"},
+		{"/dashboard/network.js", http.StatusOK, "forkbox:select"},
 		{"/dashboard/nope.js", http.StatusNotFound, ""},
 		{"/v2/sandboxes", http.StatusUnauthorized, ""},
 	} {

@@ -173,6 +173,8 @@
     return { data, next: resp.headers.get("X-Next-Token") || "" };
   }
 
+  window.forkboxAPI = api; // for network.js
+
   // getAll follows X-Next-Token through a paginated listing.
   async function getAll(path) {
     const out = [];
@@ -326,6 +328,7 @@
     markSelectedRows();
     renderLineage();
     if (fetchNow) refreshLineage();
+    document.dispatchEvent(new CustomEvent("forkbox:select", { detail: { id } })); // network.js
   }
 
   function markSelectedRows() {
