@@ -54,8 +54,8 @@ type egressProxy struct {
 
 // netOwners finds the sandbox a network belongs to: networks are keyed by
 // container, which is not the sandbox id for one restored into a standby
-// container. A miss reloads the map, at most once a second per key (a
-// standby container's network has no sandbox yet).
+// container. A miss reloads the map (a standby container's network has no
+// sandbox yet: the same key reloads again only after missRetry).
 type netOwners struct {
 	mu     sync.Mutex
 	load   func() map[string]string
@@ -76,7 +76,7 @@ func (o *netOwners) sandbox(key string) (string, bool) {
 	if id, ok := o.m[key]; ok {
 		return id, true
 	}
-	if o.load == nil || time.Since(o.missed[key]) < time.Second {
+	if o.load == nil || time.Since(o.missed[key]) < missRetry {
 		return "", false
 	}
 	o.m = o.load()
@@ -91,6 +91,9 @@ func (o *netOwners) sandbox(key string) (string, bool) {
 	}
 	return id, ok
 }
+
+// missRetry bounds how often one unknown network key reloads the owners.
+const missRetry = 100 * time.Millisecond
 
 // refusals reads the kernel's counts keyed by sandbox id.
 func (e *egressProxy) refusals(nm *netns.Manager) func() ([]netpolicy.KernelCount, error) {

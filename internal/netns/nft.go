@@ -12,8 +12,25 @@ import (
 
 // installTable replaces the table atomically (add, delete, add in one
 // batch) so setup is idempotent and never leaves a window without rules.
-// leases are the adopted sandboxes whose policies must survive.
+// leases are the adopted sandboxes whose policies must survive; each gets
+// its objects in a transaction of its own after the table's (one batch for
+// all overflows the netlink socket's buffer with acks once a few dozen
+// sandboxes run). Until then the forward chain drops a lease's new
+// connections: the gap fails closed.
 func (m *Manager) installTable(leases []Lease) error {
+	if err := m.installBase(); err != nil {
+		return err
+	}
+	for _, l := range leases {
+		if err := m.applyPolicy(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// installBase replaces the table with its base chains, maps and guard.
+func (m *Manager) installBase() error {
 	c, err := nftables.New()
 	if err != nil {
 		return fmt.Errorf("nftables: %w", err)
@@ -27,11 +44,6 @@ func (m *Manager) installTable(leases []Lease) error {
 	}
 	if err := m.addGuardChain(c, t); err != nil {
 		return err
-	}
-	for _, l := range leases {
-		if err := m.addLeaseObjects(c, t, l); err != nil {
-			return err
-		}
 	}
 	m.addInputChain(c, t)
 	m.addForwardChain(c, t)
