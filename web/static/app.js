@@ -173,8 +173,6 @@
     return { data, next: resp.headers.get("X-Next-Token") || "" };
   }
 
-  window.forkboxAPI = api; // for network.js
-
   // getAll follows X-Next-Token through a paginated listing.
   async function getAll(path) {
     const out = [];

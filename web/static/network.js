@@ -1,7 +1,7 @@
 // forkbox dashboard: the network view of the selected sandbox — its
 // egress rules in force and what they refused (GET /sandboxes/{id}/network).
 // app.js announces the selection with a "forkbox:select" event and lends
-// its API helper as window.forkboxAPI. Every API value reaches the DOM as
+// its API helper as window.forkboxDashboard.api. Every API value reaches the DOM as
 // text, never as markup.
 "use strict";
 
@@ -65,10 +65,10 @@
 
   async function refresh() {
     const id = view.id;
-    if (!id || view.busy || document.hidden || $("app").hidden || !window.forkboxAPI) return;
+    if (!id || view.busy || document.hidden || $("app").hidden || !window.forkboxDashboard) return;
     view.busy = true;
     try {
-      const r = await window.forkboxAPI("GET", "/sandboxes/" + enc(id) + "/network");
+      const r = await window.forkboxDashboard.api("GET", "/sandboxes/" + enc(id) + "/network");
       if (view.id === id) {
         $("net-error").hidden = true;
         render(r.data);
