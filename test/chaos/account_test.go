@@ -57,7 +57,7 @@ func (r *run) account(n int) {
 		r.t.Errorf("after round %d: %s", n, p)
 	}
 	if errs := r.stats.serverErrors(); len(errs) > 0 {
-		r.t.Logf("after round %d: operations answered 5xx so far: %v", n, errs)
+		r.t.Logf("after round %d: operations answered 5xx so far: %v; the daemon's errors:\n%s", n, errs, daemonErrors(r.d.DataDir))
 	}
 	r.t.Logf("after round %d: accounted for %d running, %d paused sandboxes and %d snapshots",
 		n, len(before.running), len(before.paused), len(before.snapshots))
@@ -166,4 +166,20 @@ func dirNames(dir string) []string {
 		out = append(out, e.Name())
 	}
 	return out
+}
+
+// daemonErrors returns the error-level lines of the daemon's log (all its
+// restarts write to the same file), so a 5xx comes with its cause.
+func daemonErrors(dataDir string) string {
+	b, err := os.ReadFile(filepath.Join(dataDir, "daemon.log"))
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for line := range strings.Lines(string(b)) {
+		if strings.Contains(line, "level=ERROR") {
+			out = append(out, strings.TrimRight(line, "\n"))
+		}
+	}
+	return strings.Join(out, "\n")
 }
