@@ -129,3 +129,20 @@ test('deleting a template keeps its running sandboxes working', T, async () => {
   assert.equal(r.stdout, 'kept\n')
   await assert.rejects(Sandbox.create(name, { timeoutMs: 30_000 }))
 })
+
+test('create → first command from a built template: p50 of 7', T, async () => {
+  const name = `fbx-app-${suffix}`
+  const ms = []
+  for (let i = 0; i < 7; i++) {
+    const t0 = performance.now()
+    const sbx = await Sandbox.create(name, { timeoutMs: 60_000 })
+    created.add(sbx.sandboxId)
+    const r = await sbx.commands.run('cat greeting')
+    ms.push(performance.now() - t0)
+    assert.equal(r.stdout, 'hi there\n')
+    await sbx.kill()
+    created.delete(sbx.sandboxId)
+  }
+  ms.sort((a, b) => a - b)
+  console.log(`create → first command from ${name}: p50 ${Math.round(ms[3])} ms (all: ${ms.map(Math.round).join(', ')})`)
+})
