@@ -1,0 +1,279 @@
+// Command density measures how many sandboxes this host holds and how the
+// daemon behaves with many at once (what --max-sandboxes' default rests
+// on): N sandboxes created one after the other and kept live — the create
+// time of the 1st vs the Nth, p50/p95 over all, host memory per sandbox
+// (MemAvailable before and after), `echo` p50/p99 across all N — and K
+// different sandboxes snapshotted, rolled back and paused+resumed
+// concurrently vs one at a time (operations per second). It prints a
+// markdown section for docs/benchmarks.md.
+//
+// It starts its own daemon (<bin>/forkbox serve, as root) on a temporary
+// data dir and its own sandbox network; it stops creating when the host's
+// available memory falls under -min-free-mib, and kills everything at the end.
+//
+//	go run ./bench/density -bin ./bin >> docs/benchmarks.md
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/forkbox/forkbox/bench/benchd"
+	"github.com/forkbox/forkbox/client"
+)
+
+type config struct {
+	bin, templateDir string
+	n, k, minFreeMiB int
+	networkIndex     int
+	sandboxTTL       time.Duration
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.bin, "bin", "bin", "directory of forkbox, forkbox-agent and runsc")
+	flag.StringVar(&c.templateDir, "template-dir", "/var/lib/forkbox/templates", "cached templates")
+	flag.IntVar(&c.n, "n", 100, "sandboxes live at once")
+	flag.IntVar(&c.k, "k", 10, "sandboxes operated on concurrently")
+	flag.IntVar(&c.minFreeMiB, "min-free-mib", 4096, "stop creating below this much available host memory")
+	flag.IntVar(&c.networkIndex, "network-index", 9, "sandbox network of the bench daemon (10.(201+N).0.0/16)")
+	flag.DurationVar(&c.sandboxTTL, "ttl", 15*time.Minute, "sandboxes' time to live")
+	flag.Parse()
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, c); err != nil {
+		slog.Error("density", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, c config) error {
+	d, err := benchd.Start(ctx, benchd.Options{Bin: c.bin, TemplateDir: c.templateDir, NetworkIndex: c.networkIndex,
+		Name: "density", Args: []string{"--pool-size", "0", "--max-sandboxes", strconv.Itoa(c.n + c.k + 10)}})
+	if err != nil {
+		return err
+	}
+	defer d.Stop()
+	cl := client.New(d.URL, d.Key)
+	dn, err := density(ctx, c, cl)
+	defer killAll(cl, dn.ids)
+	if err != nil {
+		return err
+	}
+	killAll(cl, dn.ids)
+	dn.ids = nil
+	cc, err := concurrency(ctx, c, cl)
+	if err != nil {
+		return err
+	}
+	report(c, dn, cc)
+	return nil
+}
+
+// densityResult is what N live sandboxes cost.
+type densityResult struct {
+	ids                []string
+	create, echo       []float64 // ms
+	freeBefore, freeAt int64     // MiB available
+}
+
+func density(ctx context.Context, c config, cl *client.Client) (*densityResult, error) {
+	r := &densityResult{freeBefore: memAvailableMiB()}
+	for i := range c.n {
+		if free := memAvailableMiB(); free < int64(c.minFreeMiB) {
+			return r, fmt.Errorf("host memory: %d MiB available after %d sandboxes, under -min-free-mib %d", free, i, c.minFreeMiB)
+		}
+		t0 := time.Now()
+		sb, err := cl.CreateSandbox(ctx, client.CreateOptions{TemplateID: "base", Timeout: c.sandboxTTL})
+		if err != nil {
+			return r, fmt.Errorf("create #%d: %w", i+1, err)
+		}
+		r.create = append(r.create, ms(time.Since(t0)))
+		r.ids = append(r.ids, sb.SandboxID)
+		if (i+1)%10 == 0 {
+			slog.Info("created", "n", i+1, "last_ms", r.create[i], "avail_mib", memAvailableMiB())
+		}
+	}
+	time.Sleep(5 * time.Second) // let the restores' page cache and agents settle
+	r.freeAt = memAvailableMiB()
+	for _, id := range r.ids {
+		t0 := time.Now()
+		if err := echo(ctx, cl, id); err != nil {
+			return r, err
+		}
+		r.echo = append(r.echo, ms(time.Since(t0)))
+	}
+	return r, nil
+}
+
+func echo(ctx context.Context, cl *client.Client, id string) error {
+	sb, err := cl.Connect(ctx, id, 0)
+	if err != nil {
+		return err
+	}
+	code, err := sb.Conn().Exec(ctx, client.ExecOptions{Shell: "echo hi"})
+	if err == nil && code != 0 {
+		err = fmt.Errorf("echo in %s: exit %d", id, code)
+	}
+	return err
+}
+
+// op is one operation on one sandbox.
+type op struct {
+	name string
+	do   func(ctx context.Context, cl *client.Client, id string, snap string) error
+}
+
+var ops = []op{
+	{"snapshot", func(ctx context.Context, cl *client.Client, id, _ string) error {
+		_, err := cl.Snapshot(ctx, id, "")
+		return err
+	}},
+	{"rollback", func(ctx context.Context, cl *client.Client, id, snap string) error {
+		_, err := cl.Rollback(ctx, id, snap)
+		return err
+	}},
+	{"pause+resume", func(ctx context.Context, cl *client.Client, id, _ string) error {
+		if err := cl.Pause(ctx, id); err != nil {
+			return err
+		}
+		_, err := cl.Connect(ctx, id, 0) // waits for the pause, then resumes
+		return err
+	}},
+}
+
+// concResult holds, per operation, the ops/s one at a time and K at once,
+// and the p50 latency K at once.
+type concResult struct {
+	name               string
+	serialOps, concOps float64
+	serialP50, concP50 float64
+}
+
+func concurrency(ctx context.Context, c config, cl *client.Client) ([]concResult, error) {
+	var ids, snaps []string
+	defer func() { killAll(cl, ids) }()
+	for range c.k {
+		sb, err := cl.CreateSandbox(ctx, client.CreateOptions{TemplateID: "base", Timeout: c.sandboxTTL})
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, sb.SandboxID)
+		s, err := cl.Snapshot(ctx, sb.SandboxID, "")
+		if err != nil {
+			return nil, err
+		}
+		snaps = append(snaps, s.SnapshotID)
+	}
+	var out []concResult
+	for _, o := range ops {
+		r := concResult{name: o.name}
+		var err error
+		if r.serialOps, r.serialP50, err = timeOps(ctx, cl, o, ids, snaps, 1); err != nil {
+			return nil, fmt.Errorf("%s one at a time: %w", o.name, err)
+		}
+		if r.concOps, r.concP50, err = timeOps(ctx, cl, o, ids, snaps, len(ids)); err != nil {
+			return nil, fmt.Errorf("%s %d at once: %w", o.name, len(ids), err)
+		}
+		slog.Info("concurrency", "op", o.name, "serial_ops_s", r.serialOps, "conc_ops_s", r.concOps, "conc_p50_ms", r.concP50)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// timeOps runs o once on every sandbox, par at a time, and returns the
+// operations per second and the median latency.
+func timeOps(ctx context.Context, cl *client.Client, o op, ids, snaps []string, par int) (float64, float64, error) {
+	lat := make([]float64, len(ids))
+	errs := make([]error, len(ids))
+	sem := make(chan struct{}, par)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for i, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			s := time.Now()
+			errs[i] = o.do(ctx, cl, id, snaps[i])
+			lat[i] = ms(time.Since(s))
+		}()
+	}
+	wg.Wait()
+	total := time.Since(t0)
+	if err := errors.Join(errs...); err != nil {
+		return 0, 0, err
+	}
+	return float64(len(ids)) / total.Seconds(), quantile(lat, 0.5), nil
+}
+
+func killAll(cl *client.Client, ids []string) {
+	for _, id := range ids {
+		cl.KillSandbox(context.Background(), id)
+	}
+}
+
+// memAvailableMiB reads MemAvailable from /proc/meminfo.
+func memAvailableMiB() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// quantile is the nearest-rank q-quantile of vals.
+func quantile(vals []float64, q float64) float64 {
+	s := slices.Clone(vals)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(s))+0.5) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+func report(c config, dn *densityResult, cc []concResult) {
+	n := len(dn.create)
+	fmt.Printf("\n## Density and concurrency (bench/density)\n\n")
+	fmt.Printf("`go run ./bench/density -bin ./bin -n %d -k %d` (own daemon, pool off, base template; %s, %d cores).\n\n",
+		c.n, c.k, time.Now().UTC().Format("2006-01-02"), runtimeCPUs())
+	fmt.Printf("| %d sandboxes live at once | value |\n|---|---|\n", n)
+	fmt.Printf("| create, 1st | %.0f ms |\n| create, %dth | %.0f ms |\n", dn.create[0], n, dn.create[n-1])
+	fmt.Printf("| create p50 / p95 | %.0f / %.0f ms |\n", quantile(dn.create, 0.5), quantile(dn.create, 0.95))
+	fmt.Printf("| `echo` p50 / p99 across all | %.0f / %.0f ms |\n", quantile(dn.echo, 0.5), quantile(dn.echo, 0.99))
+	fmt.Printf("| host memory per sandbox (MemAvailable drop / N) | %.1f MiB |\n\n", float64(dn.freeBefore-dn.freeAt)/float64(n))
+	fmt.Printf("| %d different sandboxes | one at a time | %d at once | p50 at once |\n|---|---|---|---|\n", c.k, c.k)
+	for _, r := range cc {
+		fmt.Printf("| %s | %.1f ops/s | %.1f ops/s | %.0f ms |\n", r.name, r.serialOps, r.concOps, r.concP50)
+	}
+}
+
+func runtimeCPUs() int {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	return strings.Count(string(b), "processor\t:")
+}
