@@ -35,7 +35,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.Navigate(d.URL+"/dashboard/"),
 		chromedp.WaitVisible(chromedp.CSS("#key-input")),
 		chromedp.SendKeys(chromedp.CSS("#key-input"), d.APIKey),
-		chromedp.Submit(chromedp.CSS("#login-form")),
+		chromedp.Click(chromedp.CSS("#login-form button")), // Submit would bypass the form's submit handler
 		chromedp.WaitVisible(chromedp.CSS(row)),
 	); err != nil {
 		t.Fatalf("log in and see sandbox %s listed: %v", src.SandboxID, err)
