@@ -30,6 +30,10 @@ type Resources struct {
 	MemoryMB int
 	// PidsMax caps the number of tasks.
 	PidsMax int
+	// DiskMB is the size of the writable filesystem in MiB (0: the
+	// backend's default). gVisor bounds / and /tmp by it each; a restore
+	// must ask for the size its checkpoint was made with.
+	DiskMB int
 }
 
 // Spec describes a sandbox to create or restore.

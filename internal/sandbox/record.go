@@ -94,7 +94,7 @@ func (m *Manager) spec(rec *store.Sandbox) runtime.Spec {
 		Hostname: "forkbox",
 		Env:      []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 		Resources: runtime.Resources{
-			CPUCount: rec.CPUCount, MemoryMB: rec.MemoryMB,
+			CPUCount: rec.CPUCount, MemoryMB: rec.MemoryMB, DiskMB: rec.DiskSizeMB,
 		},
 		AllowInternet: rec.AllowInternet,
 		Egress:        m.egress(rec),

@@ -30,7 +30,7 @@ func (m *Manager) WarmTemplate(ctx context.Context, tpl *store.Template, imageDi
 	// A private scratch name: two daemons sharing the template directory may
 	// warm the same template at once; the first rename wins.
 	tmp := imageDir + ".tmp-" + id
-	rec := store.Sandbox{ID: id, RootFS: tpl.RootFS, AgentArgs: tpl.AgentArgs, CPUCount: tpl.CPUCount, MemoryMB: tpl.MemoryMB, AllowInternet: true}
+	rec := store.Sandbox{ID: id, RootFS: tpl.RootFS, AgentArgs: tpl.AgentArgs, CPUCount: tpl.CPUCount, MemoryMB: tpl.MemoryMB, DiskSizeMB: tpl.DiskSizeMB, AllowInternet: true}
 	if _, err := m.rt.Create(ctx, m.spec(&rec)); err != nil {
 		return fmt.Errorf("boot template %s: %w", tpl.ID, err)
 	}

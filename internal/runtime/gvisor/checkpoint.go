@@ -74,6 +74,9 @@ func (r *Runtime) Restore(ctx context.Context, spec runtime.Spec, imageDir strin
 		append(restoreFlags(imageDir), "restore", "--detach", "--bundle="+bundle, "--image-path="+imageDir, h.cid())...); err != nil {
 		return runtime.Info{}, err
 	}
+	if err := r.raiseMemoryLimit(h.cid(), h.Resources); err != nil {
+		return runtime.Info{}, err
+	}
 	if h, err = r.inheritFromFiles(h, imageDir); err != nil {
 		return runtime.Info{}, err
 	}

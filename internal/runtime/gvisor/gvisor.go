@@ -182,6 +182,9 @@ func (r *Runtime) create(ctx context.Context, spec runtime.Spec, tweak func(bund
 		append(flags, "create", "--bundle="+dir, spec.ID)...); err != nil {
 		return runtime.Info{}, err
 	}
+	if err := r.raiseMemoryLimit(spec.ID, h.Resources); err != nil {
+		return runtime.Info{}, err
+	}
 	if _, err := r.run(ctx, r.cfg.Timeout, "start", spec.ID); err != nil {
 		return runtime.Info{}, err
 	}

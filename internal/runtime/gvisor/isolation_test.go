@@ -61,7 +61,12 @@ func startSandbox(t *testing.T, r *Runtime, spec runtime.Spec) runtime.Info {
 
 // get does one HTTP GET to the test server of id.
 func get(r *Runtime, id, path string) (string, error) {
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+	return getWithin(r, id, path, 10*time.Second)
+}
+
+// getWithin is get with another timeout.
+func getWithin(r *Runtime, id, path string, timeout time.Duration) (string, error) {
+	client := &http.Client{Timeout: timeout, Transport: &http.Transport{
 		DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return r.Dial(ctx, id, testPort)

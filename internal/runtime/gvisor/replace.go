@@ -52,6 +52,9 @@ func (r *Runtime) Replace(ctx context.Context, spec runtime.Spec, imageDir strin
 		append(restoreFlags(imageDir), "restore", "--detach", "--bundle="+box.dir, "--image-path="+imageDir, box.cid)...); err != nil {
 		return runtime.Info{}, err
 	}
+	if err := r.raiseMemoryLimit(box.cid, box.res); err != nil {
+		return runtime.Info{}, err
+	}
 	h := box.handle(spec)
 	h.FromFiles = fromFilesImage(imageDir)
 	if err := r.saveHandle(h); err != nil {

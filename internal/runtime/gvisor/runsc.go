@@ -20,7 +20,9 @@ const Platform = "systrap"
 
 // Flags names the global runsc flags images are written with: a template
 // image is only reused by a runtime with the same flags.
-const Flags = "systrap,sandbox,overlay2=root:memory,allow-suid"
+// "sized-fs" marks the per-sandbox file sizes of limits.go: images made
+// before them have other mounts, which a restore refuses.
+const Flags = "systrap,sandbox,overlay2=root:memory,allow-suid,sized-fs"
 
 // globalArgs are the runsc flags every invocation shares. They must be the
 // same for every command on a container (runsc reads its state with them).

@@ -14,12 +14,13 @@ import (
 
 const mib = 1 << 20
 
-// Headroom added to the caller's limits: the sentry, gofer and systrap stub
-// threads are charged to the sandbox's cgroups too, and hitting a limit
-// kills the whole sandbox (trap 7).
+// Headroom of the host's limits over the sandbox's own: the sentry, gofer
+// and systrap stub threads are charged to the sandbox's cgroups too, and
+// hitting a host limit kills the whole sandbox (trap 7). Inside, the
+// sandbox meets its own limits first (limits.go).
 const (
 	memoryHeadroomMiB = 128 // plus a quarter of the requested memory
-	pidsHeadroom      = 128 // plus the requested pids again (stub threads)
+	pidsHeadroom      = 256 // plus the requested pids thrice (two uids, stub threads)
 	cpuPeriodUs       = 100000
 )
 
@@ -45,14 +46,21 @@ func withDefaults(r, def runtime.Resources) runtime.Resources {
 	return r
 }
 
-// memoryLimit is the cgroup memory limit for a sandbox of res.
+// memoryLimit is the host cgroup memory limit of a sandbox of res, set
+// once runsc has read the spec's (raiseMemoryLimit): its processes' memory
+// with headroom for the sentry; half a MiB per task, what the host pays
+// for each guest process beyond its memory (its systrap stub: 1023 `sleep`s
+// took 572 MiB on the host and 145 MiB inside); and its files, which the
+// memory-backed overlay keeps in memory too (/ and /tmp, DiskMB each).
 func memoryLimit(res runtime.Resources) int64 {
-	return int64(res.MemoryMB+res.MemoryMB/4+memoryHeadroomMiB) * mib
+	return int64(res.MemoryMB+res.MemoryMB/4+memoryHeadroomMiB+res.PidsMax/2+2*res.DiskMB) * mib
 }
 
-// hostPidsLimit is the host pids cgroup limit for a sandbox of res.
+// hostPidsLimit is the host pids cgroup limit for a sandbox of res: every
+// uid inside may have PidsMax tasks (RLIMIT_NPROC), and root and the
+// default user each get theirs.
 func hostPidsLimit(res runtime.Resources) int64 {
-	return int64(res.PidsMax*2 + pidsHeadroom)
+	return int64(res.PidsMax*3 + pidsHeadroom)
 }
 
 // buildSpec returns the OCI spec of a sandbox. Create and Restore build it
@@ -67,7 +75,10 @@ func buildSpec(s runtime.Spec, res runtime.Resources, lease netns.Lease, cgroups
 	if s.Admin {
 		caps = append(slices.Clone(defaultCaps), "CAP_SYS_ADMIN")
 	}
-	memLimit := memoryLimit(res)
+	// runsc gives the sentry the cgroup's memory limit as the sandbox's
+	// MemTotal: the spec says MemoryMB, raiseMemoryLimit adds the headroom
+	// after runsc has read it.
+	memLimit := int64(res.MemoryMB) * mib
 	quota := int64(res.CPUCount) * cpuPeriodUs
 	period := uint64(cpuPeriodUs)
 	pids := hostPidsLimit(res)
@@ -82,11 +93,12 @@ func buildSpec(s runtime.Spec, res runtime.Resources, lease netns.Lease, cgroups
 			Capabilities: &specs.LinuxCapabilities{
 				Bounding: caps, Effective: caps, Permitted: caps,
 			},
-			Rlimits: []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: 1 << 20, Soft: 1 << 20}},
+			Rlimits: rlimits(res),
 		},
-		Root:     &specs.Root{Path: s.RootFS, Readonly: false},
-		Hostname: s.Hostname,
-		Mounts:   append(mounts(s.RootFS), binds(s.Mounts)...),
+		Root:        &specs.Root{Path: s.RootFS, Readonly: false},
+		Hostname:    s.Hostname,
+		Annotations: rootfsAnnotations(s.RootFS, res),
+		Mounts:      append(mounts(s.RootFS, res), binds(s.Mounts)...),
 		Linux: &specs.Linux{
 			CgroupsPath: cgroupsPath,
 			Resources: &specs.LinuxResources{
@@ -108,11 +120,14 @@ func buildSpec(s runtime.Spec, res runtime.Resources, lease netns.Lease, cgroups
 // mounts returns the sandbox-internal mounts whose mount points exist in
 // rootfs. A missing mount point would be created by the gofer in the shared
 // host rootfs (trap 3), so it is skipped instead.
-func mounts(rootfs string) []specs.Mount {
+func mounts(rootfs string, res runtime.Resources) []specs.Mount {
 	all := []specs.Mount{
 		{Destination: "/proc", Type: "proc", Source: "proc"},
 		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs"},
 		{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", "ro"}},
+	}
+	if m, ok := tmpMount(res); ok {
+		all = append(all, m)
 	}
 	var out []specs.Mount
 	for _, m := range all {

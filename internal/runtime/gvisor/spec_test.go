@@ -1,10 +1,13 @@
 package gvisor
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/forkbox/forkbox/internal/netns"
 	"github.com/forkbox/forkbox/internal/runtime"
@@ -19,11 +22,14 @@ func TestBuildSpec(t *testing.T) {
 		wantMemMiB int64
 		wantQuota  int64
 		wantPids   int64
+		wantHost   int64 // MiB, raiseMemoryLimit's
 	}{
-		{"full rootfs", []string{"proc", "dev", "sys"}, runtime.Resources{CPUCount: 2, MemoryMB: 512, PidsMax: 100},
-			[]string{"/proc", "/dev", "/sys"}, 512 + 128 + 128, 200000, 328},
-		{"missing mount points are skipped", []string{"proc"}, runtime.Resources{CPUCount: 1, MemoryMB: 64, PidsMax: 10},
-			[]string{"/proc"}, 64 + 16 + 128, 100000, 148},
+		{"full rootfs", []string{"proc", "dev", "sys", "tmp"}, runtime.Resources{CPUCount: 2, MemoryMB: 512, PidsMax: 100},
+			[]string{"/proc", "/dev", "/sys"}, 512, 200000, 556, 512 + 128 + 128 + 50},
+		{"missing mount points are skipped", []string{"proc"}, runtime.Resources{CPUCount: 1, MemoryMB: 64, PidsMax: 10, DiskMB: 100},
+			[]string{"/proc"}, 64, 100000, 286, 64 + 16 + 128 + 5 + 200},
+		{"sized /tmp", []string{"tmp"}, runtime.Resources{CPUCount: 1, MemoryMB: 64, PidsMax: 10, DiskMB: 100},
+			[]string{"/tmp"}, 64, 100000, 286, 64 + 16 + 128 + 5 + 200},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,6 +52,10 @@ func TestBuildSpec(t *testing.T) {
 			if *lr.Memory.Limit != tt.wantMemMiB*mib || *lr.CPU.Quota != tt.wantQuota || lr.Pids.Limit != tt.wantPids {
 				t.Errorf("resources mem=%d quota=%d pids=%d", *lr.Memory.Limit/mib, *lr.CPU.Quota, lr.Pids.Limit)
 			}
+			if got := memoryLimit(tt.res) / mib; got != tt.wantHost {
+				t.Errorf("host memory limit = %d MiB, want %d", got, tt.wantHost)
+			}
+			checkSized(t, s, tt.res)
 			if s.Linux.Namespaces[0].Path != lease.NSPath || s.Linux.CgroupsPath != "/p/x" {
 				t.Errorf("namespaces %v cgroups %q", s.Linux.Namespaces, s.Linux.CgroupsPath)
 			}
@@ -53,5 +63,28 @@ func TestBuildSpec(t *testing.T) {
 				t.Errorf("process %+v", s.Process)
 			}
 		})
+	}
+}
+
+// checkSized checks the limits met inside: RLIMIT_NPROC = PidsMax, and
+// with DiskMB the root overlay and /tmp sized to it.
+func checkSized(t *testing.T, s *specs.Spec, res runtime.Resources) {
+	t.Helper()
+	if !slices.ContainsFunc(s.Process.Rlimits, func(l specs.POSIXRlimit) bool {
+		return l.Type == "RLIMIT_NPROC" && l.Soft == uint64(res.PidsMax) && l.Hard == uint64(res.PidsMax+agentTasks)
+	}) {
+		t.Errorf("rlimits %+v: want RLIMIT_NPROC = %d", s.Process.Rlimits, res.PidsMax)
+	}
+	want := ""
+	if res.DiskMB > 0 {
+		want = fmt.Sprintf("size=%dm", res.DiskMB)
+	}
+	if got := s.Annotations["dev.gvisor.spec.rootfs.options"]; got != want {
+		t.Errorf("rootfs options = %q, want %q", got, want)
+	}
+	for _, m := range s.Mounts {
+		if m.Destination == "/tmp" && !slices.Contains(m.Options, want) {
+			t.Errorf("/tmp options %v, want %q", m.Options, want)
+		}
 	}
 }

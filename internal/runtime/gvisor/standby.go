@@ -283,8 +283,12 @@ func (s *standby) create(ctx context.Context, spec runtime.Spec, cid string) (bo
 	if err := writeJSON(filepath.Join(box.dir, "config.json"), oci); err != nil {
 		return box, err
 	}
-	return box, r.runDetached(ctx, r.cfg.Timeout, filepath.Join(box.dir, "runsc.log"),
-		"create", "--bundle="+box.dir, box.cid)
+	if err := r.runDetached(ctx, r.cfg.Timeout, filepath.Join(box.dir, "runsc.log"),
+		"create", "--bundle="+box.dir, box.cid); err != nil {
+		return box, err
+	}
+	// Raised now, so a restore into the box has the headroom from its start.
+	return box, r.raiseMemoryLimit(box.cid, box.res)
 }
 
 // held returns the container ids the pools hold or are making.

@@ -39,10 +39,14 @@ func (j *job) finalize(ctx context.Context) error {
 	}
 	return j.s.publish(ctx, j, meta, &store.Template{
 		ID: j.tplID, Kind: store.KindTemplate, RootFS: meta.RootFS, CPUCount: cpu, MemoryMB: mem,
-		DiskSizeMB: 1024, ImageDir: image, CreatedAt: time.Now().UTC(), AgentArgs: j.s.cfg.AgentArgs,
+		DiskSizeMB: builtDiskMB, ImageDir: image, CreatedAt: time.Now().UTC(), AgentArgs: j.s.cfg.AgentArgs,
 		Version: key[:16],
 	})
 }
+
+// builtDiskMB is the writable filesystem of a built template's sandboxes:
+// its image is checkpointed with that size, which restores keep.
+const builtDiskMB = 1024
 
 // meta is what sandboxes of the template inherit: the last USER (`user`
 // when none), the last WORKDIR (that user's home when none), the env.
@@ -74,7 +78,7 @@ func (j *job) capture(ctx context.Context, meta *Meta, cpu, mem int, key string)
 	j.logf("info", "Starting the template's sandbox")
 	b, err := startBox(ctx, j.s.cfg.Runtime, runtime.Spec{
 		RootFS: meta.RootFS, Args: j.s.cfg.AgentArgs,
-		Resources: runtime.Resources{CPUCount: cpu, MemoryMB: mem},
+		Resources: runtime.Resources{CPUCount: cpu, MemoryMB: mem, DiskMB: builtDiskMB},
 	}, map[string]any{"envVars": meta.Env, "defaultUser": meta.User, "defaultWorkdir": meta.Workdir})
 	if err != nil {
 		return err
