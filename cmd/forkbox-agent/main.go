@@ -14,6 +14,7 @@ import (
 
 	"github.com/forkbox/forkbox/internal/guest/agent"
 	"github.com/forkbox/forkbox/internal/guest/codeinterp"
+	"github.com/forkbox/forkbox/internal/guest/oomguard"
 )
 
 func main() {
@@ -46,6 +47,12 @@ func run(addr, level, codeAddr string, codePrewarm bool) error {
 	if codeAddr != "" {
 		go serveCode(ctx, log, codeAddr, l.Addr(), codePrewarm)
 	}
+	if err := agent.ReserveTasks(); err != nil {
+		log.Warn("task limit reserve", "err", err)
+	}
+	// gVisor kills nothing when the sandbox's memory runs out; the guard
+	// does, so a memory hog dies instead of the whole sandbox.
+	go oomguard.Run(ctx, oomguard.Options{Logger: log})
 	a := agent.New(agent.Config{Logger: log})
 	return a.Serve(ctx, l)
 }

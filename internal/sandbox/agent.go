@@ -81,6 +81,9 @@ type initBody struct {
 	Timestamp      time.Time `json:"timestamp"`
 	DefaultUser    string    `json:"defaultUser,omitempty"`
 	DefaultWorkdir string    `json:"defaultWorkdir,omitempty"`
+	// CPUCount is forkbox's: the agent pins what it starts to that many
+	// CPUs, since gVisor shows a restored sandbox its image's count.
+	CPUCount int `json:"cpuCount,omitempty"`
 }
 
 // initAgent waits for the sandbox's agent to answer, then hands it the
@@ -93,6 +96,7 @@ func (m *Manager) initAgent(ctx context.Context, rec *store.Sandbox, oldToken st
 	defer cancel()
 	body, _ := json.Marshal(initBody{
 		EnvVars: rec.EnvVars, AccessToken: rec.EnvdAccessToken, Timestamp: m.now().UTC(),
+		CPUCount: rec.CPUCount,
 	})
 	delay := 2 * time.Millisecond
 	for {

@@ -32,6 +32,9 @@ func (a *Agent) handleInit(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if err := applyCPUCount(req.CPUCount); err != nil {
+		a.log.Warn("cpu count not applied", "cpu_count", req.CPUCount, "err", err)
+	}
 	a.state.apply(req)
 	// /init follows every restore (resume, clone, rollback): copies of one
 	// image must not share random state.

@@ -88,6 +88,7 @@ func (p *managedProc) start(r *reaper, sp spawn, timeout time.Duration) error {
 	// The reaper waits for the child, so the pidfd os.Process keeps is
 	// not needed; releasing it avoids leaking one descriptor per process.
 	_ = sp.cmd.Process.Release()
+	limitChild(pid)
 	p.pid = uint32(pid)
 	if p.onStart != nil {
 		p.onStart()

@@ -64,6 +64,8 @@ type initRequest struct {
 	DefaultUser    *string           `json:"defaultUser"`
 	DefaultWorkdir *string           `json:"defaultWorkdir"`
 	Timestamp      *string           `json:"timestamp"`
+	// CPUCount is forkbox's: the CPUs processes started from now on see.
+	CPUCount int `json:"cpuCount,omitempty"`
 }
 
 // apply merges an /init request into the state. Env vars are merged, not
