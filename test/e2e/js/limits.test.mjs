@@ -5,7 +5,7 @@ import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync, readdirSync } from 'node:fs'
 import { Sandbox } from 'e2b'
-import { sleep } from './helpers.mjs'
+import { sleep, run } from './helpers.mjs'
 
 const T = { timeout: 60_000 }
 const API_URL = process.env.E2B_API_URL
@@ -49,6 +49,95 @@ test('requests beyond the host are refused with 400 naming the limit', T, async 
     assert.equal(r.body.code, 400)
     assert.match(r.body.message, new RegExp(flag.replace(/-/g, '\\-')), `${field}=${value}: ${r.body.message}`)
   }
+})
+
+// sees reads what sandbox sbx sees of its size: nproc, MemTotal (MiB) and
+// the sizes of / and /tmp (MiB).
+async function sees(sbx) {
+  const out = (await sbx.commands.run(
+    "nproc; awk '/^MemTotal/ {print int($2/1024)}' /proc/meminfo; df -m --output=size / /tmp | tail -n +2")).stdout
+  const [nproc, memMiB, root, tmp] = out.trim().split(/\s+/).map(Number)
+  return { nproc, memMiB, root, tmp }
+}
+
+test('a sandbox sees the size it was given, from the pool and from a sized restore', T, async () => {
+  const pooled = await createSized({}) // base: 2 CPUs, 512 MiB, 1024 MiB disk
+  assert.deepEqual(await sees(pooled), { nproc: 2, memMiB: 512, root: 1024, tmp: 1024 })
+  const sized = await createSized({ cpuCount: 1, memoryMB: 300 })
+  assert.deepEqual(await sees(sized), { nproc: 1, memMiB: 300, root: 1024, tmp: 1024 })
+  const [copy] = await sized.fork({ count: 1 })
+  created.add(copy.sandboxId)
+  assert.deepEqual(await sees(copy), { nproc: 1, memMiB: 300, root: 1024, tmp: 1024 }, 'a fork')
+})
+
+// stillFine checks that sbx answers and is running after an abuse.
+async function stillFine(sbx, after) {
+  assert.equal((await sbx.commands.run('echo ok', { timeoutMs: 10_000 })).stdout, 'ok\n', `a command after ${after}`)
+  const info = await api('GET', `/sandboxes/${sbx.sandboxId}`)
+  assert.equal(info.body.state, 'running', `after ${after}: ${JSON.stringify(info.body)}`)
+}
+
+// The hog touches 16 MiB more each step and says how far it got.
+const memoryHog = `python3 -c "
+import sys
+a = []
+while True:
+    a.append(b'x' * (16 << 20))
+    print(len(a) * 16, flush=True)
+"`
+
+// The bomb forks (children exec sleep, so each costs little memory) until
+// fork fails, reports the errno, and takes its children down.
+const forkBomb = `python3 -c "
+import os, signal
+kids, out = [], 'no error'
+try:
+    while len(kids) < 20000:
+        k = os.fork()
+        if k == 0:
+            os.execv('/bin/sleep', ['sleep', '60'])
+        kids.append(k)
+except OSError as e:
+    out = 'errno %d' % e.errno
+print(out, 'after', len(kids), flush=True)
+for k in kids: os.kill(k, signal.SIGKILL)
+for k in kids: os.waitpid(k, 0)
+"`
+
+test('memory hog, fork bomb and disk fill fail inside; the sandbox lives, pauses, snapshots and forks', { timeout: 150_000 }, async () => {
+  const sbx = await createSized({ memoryMB: 300 })
+  let t = performance.now()
+  const hog = await run(sbx, memoryHog, { timeoutMs: 60_000 })
+  const reached = Number(hog.stdout.trim().split('\n').pop())
+  console.log(`memory hog: exit ${hog.exitCode} at ${reached} MiB in ${Math.round(performance.now() - t)} ms; stderr ${JSON.stringify(hog.stderr.slice(-200))}`)
+  assert.ok(hog.exitCode !== 0 && (hog.exitCode === 137 || /MemoryError|Killed/.test(hog.stderr)), `the hog: ${JSON.stringify(hog)}`)
+  assert.ok(reached >= 150 && reached <= 300, `the hog was stopped at ${reached} MiB of a 300 MiB sandbox`)
+  await stillFine(sbx, 'the memory hog')
+
+  t = performance.now()
+  const bomb = await run(sbx, forkBomb, { timeoutMs: 90_000 })
+  console.log(`fork bomb: ${bomb.stdout.trim()} in ${Math.round(performance.now() - t)} ms`)
+  assert.match(bomb.stdout, /^errno 11 after \d+/, JSON.stringify(bomb))
+  await stillFine(sbx, 'the fork bomb')
+
+  for (const path of ['/home/user/fill', '/tmp/fill']) {
+    const dd = await run(sbx, `dd if=/dev/zero of=${path} bs=1M count=1100`)
+    assert.notEqual(dd.exitCode, 0)
+    assert.match(dd.stderr, /No space left on device/, JSON.stringify(dd))
+    await stillFine(sbx, `filling ${path}`)
+  }
+  await sbx.commands.run('rm -f /home/user/fill /tmp/fill; echo kept > /home/user/kept')
+
+  const paused = await api('POST', `/sandboxes/${sbx.sandboxId}/pause`)
+  assert.equal(paused.status, 204, JSON.stringify(paused.body))
+  const resumed = await Sandbox.connect(sbx.sandboxId)
+  await stillFine(resumed, 'pause and resume')
+  const snap = await api('POST', `/sandboxes/${sbx.sandboxId}/snapshots`, {})
+  assert.equal(snap.status, 201, JSON.stringify(snap.body))
+  const [copy] = await resumed.fork({ count: 1 })
+  created.add(copy.sandboxId)
+  assert.equal(await copy.files.read('/home/user/kept'), 'kept\n')
+  await stillFine(copy, 'a fork')
 })
 
 // sentryPid finds the host pid of sandbox id's runsc sandbox process (the
