@@ -58,6 +58,9 @@ type apiError struct {
 // An unknown templateID on create is a 404, as E2B answers it.
 func writeError(w http.ResponseWriter, err error) {
 	e := toAPIError(err, "internal error")
+	if e.Code == http.StatusInternalServerError {
+		noteCause(w, err)
+	}
 	writeStatus(w, e.Code, e.Message)
 }
 

@@ -14,6 +14,24 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+	// cause is the error behind a 500, which the client is not told (its
+	// text may name host paths) but the daemon's log must say.
+	cause error
+}
+
+// noteCause records err as the cause of a 500 on the statusWriter under w.
+func noteCause(w http.ResponseWriter, err error) {
+	for {
+		switch v := w.(type) {
+		case *statusWriter:
+			v.cause = err
+			return
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = v.Unwrap()
+		default:
+			return
+		}
+	}
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -60,10 +78,14 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		if status == 0 {
 			status = http.StatusOK
 		}
-		s.log.LogAttrs(r.Context(), level, "http request",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path),
+		attrs := []slog.Attr{slog.String("method", r.Method), slog.String("path", r.URL.Path),
 			slog.String("host", r.Host), slog.Int("status", status),
-			slog.Int64("bytes", sw.bytes), slog.Duration("duration", time.Since(start)))
+			slog.Int64("bytes", sw.bytes), slog.Duration("duration", time.Since(start))}
+		if sw.cause != nil {
+			level = slog.LevelError
+			attrs = append(attrs, slog.String("err", sw.cause.Error()))
+		}
+		s.log.LogAttrs(r.Context(), level, "http request", attrs...)
 	})
 }
 
