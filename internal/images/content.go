@@ -70,6 +70,38 @@ type Reference struct {
 	Ref    ContentRef
 }
 
+// ContentStore keeps the content-addressed layers and images of template
+// builds. Entries are directories: Create hands out a local one to write,
+// Path names where a committed one is read, so an object-store backend
+// implements it with a local cache (upload at Commit, fetch on Path/Has)
+// instead of a rewrite of its callers. Which entries stay is decided by
+// Collect from typed references. Its conformance suite is
+// imagestest.RunContent; Content is the disk backend.
+type ContentStore interface {
+	// Path is where committed entry ref is (or would be) read.
+	Path(ref ContentRef) string
+	// Has reports whether ref is committed.
+	Has(ref ContentRef) bool
+	// Create returns a new empty local directory to write entry ref into;
+	// several writers may create one ref at once and the first Commit wins.
+	Create(ref ContentRef) (dir string, err error)
+	// Commit seals dir (from Create) as ref; a later writer's dir is dropped.
+	Commit(ref ContentRef, dir string) error
+	// CommitOn is Commit for an entry made on layer on (see MadeOn).
+	CommitOn(ref ContentRef, dir string, on ContentRef) error
+	// Abort drops a directory from Create.
+	Abort(dir string) error
+	// MadeOn maps each layer to the committed entries of kind made on it.
+	MadeOn(kind ContentKind) map[ContentRef][]ContentRef
+	// RefOf returns the entry a path from Path names (false for others).
+	RefOf(path string) (ContentRef, bool)
+	// Collect removes every committed entry no reference holds and
+	// returns what it removed.
+	Collect(ctx context.Context, refs []Reference) ([]ContentRef, error)
+}
+
+var _ ContentStore = (*Content)(nil)
+
 // Content is the content-addressed store of template layers and images on
 // disk: root/<kind>/<key> is a committed entry, root/<kind>/.new-… one
 // being written or removed. Entries are immutable once committed. Which

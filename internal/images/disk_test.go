@@ -21,6 +21,16 @@ func TestDiskConformance(t *testing.T) {
 	})
 }
 
+func TestContentConformance(t *testing.T) {
+	imagestest.RunContent(t, func(t *testing.T) images.ContentStore {
+		c, err := images.OpenContent(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	})
+}
+
 // TestDiskRecoversPartialImages: an image a crashed process was writing is
 // gone when the store is opened again; committed ones stay.
 func TestDiskRecoversPartialImages(t *testing.T) {

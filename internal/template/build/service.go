@@ -140,7 +140,7 @@ type Registry struct {
 type Service struct {
 	cfg     Config
 	log     *slog.Logger
-	content *images.Content // layers and template images
+	content images.ContentStore // layers and template images
 
 	mu      sync.Mutex
 	records map[string]*Record // by template id
