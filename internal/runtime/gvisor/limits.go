@@ -59,10 +59,16 @@ func rootfsAnnotations(rootfs string, res runtime.Resources) map[string]string {
 	}
 }
 
-// tmpMount is /tmp as a tmpfs of DiskMB: without a /tmp mount runsc mounts
-// one of half the host's memory over an empty /tmp.
-func tmpMount(res runtime.Resources) (specs.Mount, bool) {
+// tmpMount is /tmp as a tmpfs of DiskMB where rootfs's /tmp is empty:
+// without a /tmp mount runsc mounts one of half the host's memory over an
+// empty /tmp. A /tmp with files (a user template whose build wrote there)
+// stays part of the root overlay, which is sized too, so the files the
+// build left are seen and writes still meet ENOSPC.
+func tmpMount(rootfs string, res runtime.Resources) (specs.Mount, bool) {
 	if res.DiskMB <= 0 {
+		return specs.Mount{}, false
+	}
+	if ents, err := os.ReadDir(filepath.Join(rootfs, "tmp")); err != nil || len(ents) > 0 {
 		return specs.Mount{}, false
 	}
 	return specs.Mount{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs",

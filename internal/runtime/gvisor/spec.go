@@ -126,7 +126,7 @@ func mounts(rootfs string, res runtime.Resources) []specs.Mount {
 		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs"},
 		{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", "ro"}},
 	}
-	if m, ok := tmpMount(res); ok {
+	if m, ok := tmpMount(rootfs, res); ok {
 		all = append(all, m)
 	}
 	var out []specs.Mount

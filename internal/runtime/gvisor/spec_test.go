@@ -30,6 +30,10 @@ func TestBuildSpec(t *testing.T) {
 			[]string{"/proc"}, 64, 100000, 286, 64 + 16 + 128 + 5 + 200},
 		{"sized /tmp", []string{"tmp"}, runtime.Resources{CPUCount: 1, MemoryMB: 64, PidsMax: 10, DiskMB: 100},
 			[]string{"/tmp"}, 64, 100000, 286, 64 + 16 + 128 + 5 + 200},
+		// A template whose build wrote into /tmp keeps those files: its /tmp
+		// is the (sized) root overlay's, not a tmpfs over them.
+		{"/tmp with files is not covered", []string{"tmp", "tmp/builder"}, runtime.Resources{CPUCount: 1, MemoryMB: 64, PidsMax: 10, DiskMB: 100},
+			nil, 64, 100000, 286, 64 + 16 + 128 + 5 + 200},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
