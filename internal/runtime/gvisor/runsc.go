@@ -21,8 +21,9 @@ const Platform = "systrap"
 // Flags names the global runsc flags images are written with: a template
 // image is only reused by a runtime with the same flags.
 // "sized-fs" marks the per-sandbox file sizes of limits.go: images made
-// before them have other mounts, which a restore refuses.
-const Flags = "systrap,sandbox,overlay2=root:memory,allow-suid,sized-fs"
+// before them have other mounts, which a restore refuses; "-2": /tmp is
+// sized tmpfs only where the template's /tmp is empty (e47eb67).
+const Flags = "systrap,sandbox,overlay2=root:memory,allow-suid,sized-fs-2"
 
 // globalArgs are the runsc flags every invocation shares. They must be the
 // same for every command on a container (runsc reads its state with them).
