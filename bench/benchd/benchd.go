@@ -7,11 +7,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -124,4 +127,32 @@ func (d *Daemon) SandboxAddr(id string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("sandbox %s in %s: %w", id, d.DataDir, ErrNoHandle)
+}
+
+// Flags registers -bin, -template-dir and -network-index (default index:
+// each benchmark program has its own) on the command line, filling o.
+func (o *Options) Flags(index int) {
+	flag.StringVar(&o.Bin, "bin", "bin", "directory of forkbox, forkbox-agent and runsc")
+	flag.StringVar(&o.TemplateDir, "template-dir", "/var/lib/forkbox/templates", "cached templates")
+	flag.IntVar(&o.NetworkIndex, "network-index", index, "sandbox network of the bench daemon (10.(201+N).0.0/16)")
+}
+
+// Named returns o with the program's name and extra serve flags.
+func (o Options) Named(name string, args ...string) Options {
+	o.Name, o.Args = name, append(slices.Clone(o.Args), args...)
+	return o
+}
+
+// Main runs a benchmark program's run with a text logger on stderr and a
+// context that SIGINT or SIGTERM cancels (so its daemon is stopped), and
+// exits 1 when run fails.
+func Main(name string, run func(context.Context) error) {
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx)
+	stop()
+	if err != nil {
+		slog.Error(name, "err", err)
+		os.Exit(1)
+	}
 }

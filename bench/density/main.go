@@ -22,12 +22,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/forkbox/forkbox/bench/benchd"
@@ -35,34 +33,24 @@ import (
 )
 
 type config struct {
-	bin, templateDir string
+	daemon           benchd.Options
 	n, k, minFreeMiB int
-	networkIndex     int
 	sandboxTTL       time.Duration
 }
 
 func main() {
 	var c config
-	flag.StringVar(&c.bin, "bin", "bin", "directory of forkbox, forkbox-agent and runsc")
-	flag.StringVar(&c.templateDir, "template-dir", "/var/lib/forkbox/templates", "cached templates")
+	c.daemon.Flags(10)
 	flag.IntVar(&c.n, "n", 100, "sandboxes live at once")
 	flag.IntVar(&c.k, "k", 10, "sandboxes operated on concurrently")
 	flag.IntVar(&c.minFreeMiB, "min-free-mib", 4096, "stop creating below this much available host memory")
-	flag.IntVar(&c.networkIndex, "network-index", 9, "sandbox network of the bench daemon (10.(201+N).0.0/16)")
 	flag.DurationVar(&c.sandboxTTL, "ttl", 15*time.Minute, "sandboxes' time to live")
 	flag.Parse()
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, c); err != nil {
-		slog.Error("density", "err", err)
-		os.Exit(1)
-	}
+	benchd.Main("density", func(ctx context.Context) error { return run(ctx, c) })
 }
 
 func run(ctx context.Context, c config) error {
-	d, err := benchd.Start(ctx, benchd.Options{Bin: c.bin, TemplateDir: c.templateDir, NetworkIndex: c.networkIndex,
-		Name: "density", Args: []string{"--pool-size", "0", "--max-sandboxes", strconv.Itoa(c.n + c.k + 10)}})
+	d, err := benchd.Start(ctx, c.daemon.Named("density", "--pool-size", "0", "--max-sandboxes", strconv.Itoa(c.n+c.k+10)))
 	if err != nil {
 		return err
 	}

@@ -17,8 +17,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -30,25 +28,16 @@ import (
 )
 
 type config struct {
-	bin, templateDir string
-	runs             int
-	networkIndex     int
+	daemon benchd.Options
+	runs   int
 }
 
 func main() {
 	var c config
-	flag.StringVar(&c.bin, "bin", "bin", "directory of forkbox, forkbox-agent and runsc")
-	flag.StringVar(&c.templateDir, "template-dir", "/var/lib/forkbox/templates", "cached templates")
+	c.daemon.Flags(8)
 	flag.IntVar(&c.runs, "runs", 5, "pause/resume cycles per size and kind")
-	flag.IntVar(&c.networkIndex, "network-index", 8, "sandbox network of the bench daemon (10.(201+N).0.0/16)")
 	flag.Parse()
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, c); err != nil {
-		slog.Error("fspause", "err", err)
-		os.Exit(1)
-	}
+	benchd.Main("fspause", func(ctx context.Context) error { return run(ctx, c) })
 }
 
 // size is a sandbox workload: tiny is the idle template, 256 keeps 256 MiB
@@ -72,7 +61,7 @@ type result struct {
 }
 
 func run(ctx context.Context, c config) error {
-	d, err := benchd.Start(ctx, benchd.Options{Bin: c.bin, TemplateDir: c.templateDir, NetworkIndex: c.networkIndex, Name: "fspause"})
+	d, err := benchd.Start(ctx, c.daemon.Named("fspause"))
 	if err != nil {
 		return err
 	}
@@ -221,7 +210,7 @@ func report(c config, res map[string]*result) {
 		"(allocated bytes). Resume: `Connect` then `echo hi` until output — a restore of the memory image, or a cold boot "+
 		"of the template with the saved files. Both sizes wrote a 1 MiB file first; 256 MiB keeps that much resident "+
 		"in a Python process (which a files-only pause does not keep). Medians of %d cycles.\n\n",
-		c.bin, c.runs, time.Now().UTC().Format("2006-01-02 15:04 MST"), c.runs)
+		c.daemon.Bin, c.runs, time.Now().UTC().Format("2006-01-02 15:04 MST"), c.runs)
 	fmt.Printf("| sandbox, pause kind | pause p50 ms | image p50 MiB | resume → echo p50 ms |\n|---|---:|---:|---:|\n")
 	for _, sz := range sizes {
 		for _, files := range []bool{false, true} {

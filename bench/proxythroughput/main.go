@@ -19,13 +19,11 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/signal"
 	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/forkbox/forkbox/bench/benchd"
@@ -34,32 +32,23 @@ import (
 
 // config holds the flags.
 type config struct {
-	bin, templateDir string
-	sizeMiB, runs    int
-	networkIndex     int
-	port             int
+	daemon        benchd.Options
+	sizeMiB, runs int
+	port          int
 }
 
 func main() {
 	var c config
-	flag.StringVar(&c.bin, "bin", "bin", "directory of forkbox, forkbox-agent and runsc")
-	flag.StringVar(&c.templateDir, "template-dir", "/var/lib/forkbox/templates", "cached templates")
+	c.daemon.Flags(9)
 	flag.IntVar(&c.sizeMiB, "size", 100, "MiB to download per run")
 	flag.IntVar(&c.runs, "runs", 5, "runs per path")
-	flag.IntVar(&c.networkIndex, "network-index", 9, "sandbox network of the bench daemon (10.(201+N).0.0/16)")
 	flag.IntVar(&c.port, "port", 8000, "port of the HTTP server in the sandbox")
 	flag.Parse()
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, c); err != nil {
-		slog.Error("proxythroughput", "err", err)
-		os.Exit(1)
-	}
+	benchd.Main("proxythroughput", func(ctx context.Context) error { return run(ctx, c) })
 }
 
 func run(ctx context.Context, c config) error {
-	d, err := benchd.Start(ctx, benchd.Options{Bin: c.bin, TemplateDir: c.templateDir, NetworkIndex: c.networkIndex, Name: "proxy"})
+	d, err := benchd.Start(ctx, c.daemon.Named("proxy"))
 	if err != nil {
 		return err
 	}
