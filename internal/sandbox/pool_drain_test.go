@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -32,16 +31,7 @@ func (g *gatedRestores) Restore(ctx context.Context, spec runtime.Spec, dir stri
 func TestPoolRefillRacingStopLeavesNothing(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	tpl, err := e.st.GetTemplate(ctx, "base")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.m.WarmTemplate(ctx, tpl, filepath.Join(t.TempDir(), "image")); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.st.PutTemplate(ctx, tpl); err != nil {
-		t.Fatal(err)
-	}
+	warmBase(t, e)
 	g := &gatedRestores{Runtime: e.rt, started: make(chan struct{}), release: make(chan struct{})}
 	e.m.rt = g
 	e.m.cfg.PoolSize, e.m.cfg.PoolTemplates = 1, []string{"base"}

@@ -14,16 +14,7 @@ import (
 func TestPoolHandsOverRestoredSandboxes(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	tpl, err := e.st.GetTemplate(ctx, "base")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.m.WarmTemplate(ctx, tpl, filepath.Join(t.TempDir(), "image")); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.st.PutTemplate(ctx, tpl); err != nil {
-		t.Fatal(err)
-	}
+	warmBase(t, e)
 	e.m.cfg.PoolSize, e.m.cfg.PoolTemplates = 2, []string{"base"}
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -60,5 +51,22 @@ func TestPoolHandsOverRestoredSandboxes(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(ids, want) {
 		t.Errorf("after stop the runtime holds %v, want only %v (pool drained)", ids, want)
+	}
+}
+
+// warmBase gives the base template a warm image (what the pool restores
+// from) and stores it.
+func warmBase(t *testing.T, e *env) {
+	t.Helper()
+	ctx := context.Background()
+	tpl, err := e.st.GetTemplate(ctx, "base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.m.WarmTemplate(ctx, tpl, filepath.Join(t.TempDir(), "image")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.PutTemplate(ctx, tpl); err != nil {
+		t.Fatal(err)
 	}
 }
