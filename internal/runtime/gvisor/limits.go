@@ -18,9 +18,10 @@ import (
 //   - Tasks: RLIMIT_NPROC = PidsMax. gVisor counts every uid's tasks
 //     against it (root here lacks CAP_SYS_RESOURCE), so a fork bomb gets
 //     EAGAIN inside; the host pids limit allows three times as many.
-//   - Files: the root overlay's upper layer and /tmp are tmpfs of DiskMB
-//     each (`dev.gvisor.spec.rootfs.options: size=…`, a sized /tmp mount),
-//     so writes past it get ENOSPC. Both live in the sandbox's memory.
+//   - Files: the root overlay's upper layer is a tmpfs of DiskMB
+//     (`dev.gvisor.spec.rootfs.options: size=…`) and so is an empty /tmp
+//     (a sized /tmp mount; a /tmp with files is the overlay's), so writes
+//     past it get ENOSPC. Both live in the sandbox's memory.
 //   - Memory: the sentry reports MemTotal = MemoryMB (runsc passes the
 //     cgroup's limit at create as --total-memory), but gVisor kills nothing
 //     when it runs out: the agent's out-of-memory guard does
