@@ -28,9 +28,11 @@ if [ "$mode" = test ]; then
 	dpkg -s r-cran-irkernel python3-metakernel default-jdk-headless python3-jupyter-kernel-test >/dev/null 2>&1 ||
 		need+=(r-cran-irkernel python3-metakernel default-jdk-headless python3-jupyter-kernel-test)
 	command -v pgrep >/dev/null || need+=(procps)
-# npm's ijavascript (the JavaScript kernel) builds npm's zeromq module against
-# Debian's libzmq here (its own build would download libzmq from GitHub).
-command -v ijskernel >/dev/null || need+=(libzmq3-dev g++ make)
+	# The kernel conformance test runs npm's ijavascript on the host: its zeromq
+	# module builds against Debian's libzmq (its own build would download
+	# libzmq from GitHub). Serving needs none of it: the code-interpreter
+	# template installs ijavascript inside its own rootfs.
+	command -v ijskernel >/dev/null || need+=(libzmq3-dev g++ make)
 	command -v systemd-analyze >/dev/null || need+=(systemd)
 	# internal/oci builds a static busybox image (no libc, no bash) for its tests.
 	dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
@@ -42,12 +44,13 @@ if [ ${#need[@]} -gt 0 ]; then
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-if ! command -v ijskernel >/dev/null; then
-	echo ">> npm install -g ijavascript (the code interpreter's JavaScript kernel)"
-	npm_config_zmq_external=true npm install -g --no-audit --no-fund --loglevel=error ijavascript
-fi
 command -v go >/dev/null || { echo "deps: Go is required (https://go.dev/dl) — not found on PATH" >&2; exit 1; }
 [ "$mode" = test ] || exit 0
+
+if ! command -v ijskernel >/dev/null; then
+	echo ">> npm install -g ijavascript (the JavaScript kernel, for the host-side kernel conformance test)"
+	npm_config_zmq_external=true npm install -g --no-audit --no-fund --loglevel=error ijavascript
+fi
 
 # The end-to-end tests drive the daemon with the real, unmodified npm clients.
 if [ -f test/e2e/js/package.json ]; then

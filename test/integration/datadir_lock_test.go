@@ -32,12 +32,7 @@ func TestSecondDaemonOnDataDirExits(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := filepath.Join(d.DataDir, "runtime", "runsc")
-	// The pool and standby fill in the background: wait until they are made.
-	var before map[int]gvisor.RunscProcess
-	waitFor(t, 60*time.Second, func() bool {
-		before = gvisor.RunscProcesses(root)
-		return len(containers(before)) >= 3 // the sandbox, a pooled one, a standby one
-	})
+	before := settledContainers(t, ctx, d, root)
 
 	addr, err := daemonproc.FreeAddr()
 	if err != nil {
@@ -81,4 +76,30 @@ func containers(procs map[int]gvisor.RunscProcess) []string {
 		set[p.Container] = true
 	}
 	return slices.Sorted(maps.Keys(set))
+}
+
+// settledContainers waits until the daemon's pool (one sandbox per built-in
+// template) and standby are full, as its own metrics say, and its runsc
+// containers have stayed the same for two seconds: the pool and standby
+// fill in the background (a create takes a pooled sandbox and starts a
+// refill), so a count alone can be met before they finish.
+func settledContainers(t *testing.T, ctx context.Context, d *daemontest.Daemon, root string) map[int]gvisor.RunscProcess {
+	t.Helper()
+	var last []string
+	var procs map[int]gvisor.RunscProcess
+	stableSince := time.Now()
+	waitFor(t, 120*time.Second, func() bool {
+		procs = gvisor.RunscProcesses(root)
+		now := containers(procs)
+		if !slices.Equal(now, last) {
+			last, stableSince = now, time.Now()
+			return false
+		}
+		_, text := scrape(t, ctx, d.URL, d.APIKey)
+		full := metric(text, `forkbox_pool_sandboxes{template="base"}`) >= 1 &&
+			metric(text, `forkbox_pool_sandboxes{template="code-interpreter-v1"}`) >= 1 &&
+			metric(text, "forkbox_standby_containers") >= metric(text, "forkbox_standby_target")
+		return full && time.Since(stableSince) >= 2*time.Second
+	})
+	return procs
 }
