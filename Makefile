@@ -12,6 +12,11 @@ DATA_DIR   ?= /var/lib/forkbox
 LISTEN     ?= 127.0.0.1:3000
 GO         ?= go
 GOTEST_FLAGS ?= -count=1 -timeout 25m
+# Where `make test` keeps what tests write to t.ArtifactDir() (the dashboard's
+# browser screenshot): go test -artifacts -outputdir puts them under
+# $(TEST_ARTIFACTS)/_artifacts/; without -artifacts Go removes them. Emptied at
+# the start of each run and listed at its end, for CI to collect.
+TEST_ARTIFACTS ?= $(DATA_DIR)/test-artifacts
 # The packages whose tests also run under the race detector (Manager, proxy).
 RACE_PKGS  := ./internal/sandbox ./internal/server
 # Fuzz targets (package:Target) and how long `make fuzz` runs each.
@@ -53,10 +58,14 @@ serve: deps-serve build
 	$(BIN)/forkbox serve --listen $(LISTEN) --data-dir $(DATA_DIR) --runsc $(BIN)/runsc --agent $(BIN)/forkbox-agent
 
 ## test: the whole suite — unit, runtime conformance on real runsc, integration and e2e with the npm E2B clients
+## (test artifacts such as the dashboard's screenshot are kept in $(TEST_ARTIFACTS) and listed at the end)
 test: deps build template
+	@rm -rf $(TEST_ARTIFACTS) && mkdir -p $(TEST_ARTIFACTS)
 	FORKBOX_BIN=$(BIN) FORKBOX_ROOTFS=$(DATA_DIR)/templates/base/rootfs FORKBOX_TEMPLATE_DIR=$(DATA_DIR)/templates \
-		$(GO) test $(GOTEST_FLAGS) -p 1 ./...
+		$(GO) test $(GOTEST_FLAGS) -artifacts -outputdir $(TEST_ARTIFACTS) -p 1 ./... \
+		|| { scripts/test-artifacts.sh $(TEST_ARTIFACTS); exit 1; }
 	$(MAKE) --no-print-directory test-race fuzz
+	@scripts/test-artifacts.sh --require TestDashboardInBrowser.png $(TEST_ARTIFACTS)
 
 ## test-race: the Manager's and the proxy's tests under the race detector
 test-race:

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,9 +18,10 @@ import (
 // TestDashboardInBrowser drives the dashboard in Debian's chromium (headless,
 // through chromedp) against a real daemon: log in with the key, see a
 // sandbox appear, see a fork's lineage drawn, pause the sandbox from its
-// row and see its state change. A screenshot of the end is kept as an
-// artifact (go test -artifacts). Chromium missing is a failure: `make deps`
-// installs it.
+// row and see its state change. A screenshot of the end is written to the
+// test's artifact directory, which `make test` keeps (go test -artifacts
+// -outputdir; scripts/test-artifacts.sh lists it and fails the run without
+// it). Chromium missing is a failure: `make deps` installs it.
 func TestDashboardInBrowser(t *testing.T) {
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
@@ -74,6 +76,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	screenshot(t, bctx)
 }
 
+// The browser window's size, which the screenshot has.
+const windowWidth, windowHeight = 1400, 1000
+
 // browser starts a headless chromium for the test; it is closed at the
 // test's end.
 func browser(t *testing.T, ctx context.Context, chromium string) context.Context {
@@ -82,7 +87,7 @@ func browser(t *testing.T, ctx context.Context, chromium string) context.Context
 		chromedp.ExecPath(chromium),
 		chromedp.NoSandbox, // tests run as root, where chromium's sandbox refuses to start
 		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1400, 1000),
+		chromedp.WindowSize(windowWidth, windowHeight),
 	)
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	bctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
@@ -94,17 +99,27 @@ func browser(t *testing.T, ctx context.Context, chromium string) context.Context
 	return bctx
 }
 
-// screenshot keeps a full-page PNG of the dashboard as a test artifact.
+// screenshot keeps a full-page PNG of the dashboard as a test artifact and
+// checks what was written is the page as a PNG of the browser's width.
 func screenshot(t *testing.T, bctx context.Context) {
 	t.Helper()
-	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)) // 100: PNG
+	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)) // 100: PNG
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
 	name := strings.ReplaceAll(t.Name(), "/", "_") + ".png"
 	path := filepath.Join(t.ArtifactDir(), name)
-	if err := os.WriteFile(path, png, 0o644); err != nil {
+	if err := os.WriteFile(path, shot, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("screenshot: %s (%d bytes)", path, len(png))
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("the screenshot was not kept: %v", err)
+	}
+	defer f.Close()
+	cfg, err := png.DecodeConfig(f)
+	if err != nil || cfg.Width != windowWidth || cfg.Height < windowHeight/2 {
+		t.Fatalf("screenshot %s: %dx%d, %v; want a PNG %d wide", path, cfg.Width, cfg.Height, err, windowWidth)
+	}
+	t.Logf("screenshot: %s (%d bytes, %dx%d)", path, len(shot), cfg.Width, cfg.Height)
 }
