@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/eventlog"
 	"github.com/forkbox/forkbox/internal/runtime/fake"
 )
 
@@ -55,5 +56,23 @@ func TestEvictionKillReportsItsOwnOutcome(t *testing.T) {
 	errs := obs.errs[OpEvict]
 	if len(errs) != 1 || errs[0] == nil {
 		t.Fatalf("evict observed %v, want one error (the failed delete)", errs)
+	}
+}
+
+// A sandbox's log says its timeout expired it and what that did, in E2B's
+// onTimeout words ("pause"; a killed sandbox's log goes with it).
+func TestExpiryLogsItsAction(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sb := e.create(t, CreateRequest{AutoPause: true})
+	e.m.mu.Lock()
+	e.m.boxes[sb.ID].rec.EndAt = e.m.now().Add(-time.Second)
+	e.m.mu.Unlock()
+	var wg sync.WaitGroup
+	e.m.sweep(ctx, &wg)
+	wg.Wait()
+	evs, err := e.m.Logs(ctx, sb.ID, eventlog.Query{Search: "sandbox expired"})
+	if err != nil || len(evs) != 1 || evs[0].Fields["action"] != "pause" {
+		t.Fatalf("expiry events %+v, %v; want one with action pause", evs, err)
 	}
 }

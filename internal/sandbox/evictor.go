@@ -45,9 +45,9 @@ const maxConcurrentEvictions = 8
 func (m *Manager) sweep(ctx context.Context, wg *sync.WaitGroup) {
 	_, canPause := m.rt.(runtime.Checkpointer)
 	for _, x := range m.expired() {
-		to := StateKilling
+		to, action := StateKilling, "kill"
 		if x.autoPause && canPause {
-			to = StatePausing
+			to, action = StatePausing, "pause"
 		}
 		o, err := m.claim(ctx, x.id, to, StateRunning)
 		if err != nil {
@@ -58,7 +58,8 @@ func (m *Manager) sweep(ctx context.Context, wg *sync.WaitGroup) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-m.evictSem }()
-			m.log.Info("sandbox expired", "sandbox", x.id, "action", to)
+			// action is E2B's onTimeout value (the sandbox's log shows it).
+			m.log.Info("sandbox expired", "sandbox", x.id, "action", action)
 			if to == StatePausing {
 				m.observeAutoPause(context.WithoutCancel(ctx), o, OpEvict)
 				return

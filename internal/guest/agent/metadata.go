@@ -28,6 +28,12 @@ const (
 	// maxMetadataTotalLen bounds a file's metadata (prefixed names plus
 	// values), as envd does to fit ext4's one block of xattrs per inode.
 	maxMetadataTotalLen = 4096
+	// emptyValue is how an empty metadata value is stored: runsc's tar of
+	// the sandbox's files (a filesystem-only pause) drops xattrs whose
+	// value is empty, so the empty value is kept as one NUL byte, which no
+	// client value can be (they are printable ASCII) and which the tar
+	// keeps. Read back, it is the empty value again.
+	emptyValue = "\x00"
 )
 
 // errBadMetadata marks metadata a client may not store.
@@ -104,6 +110,9 @@ func writeMetadata(f *os.File, md map[string]string) error {
 		}
 	}
 	for k, v := range md {
+		if v == "" {
+			v = emptyValue
+		}
 		if err := xattr.FSet(f, metadataXattrPrefix+k, []byte(v)); err != nil {
 			return err
 		}
@@ -113,9 +122,9 @@ func writeMetadata(f *os.File, md map[string]string) error {
 
 // readMetadata returns the user.e2b.* attributes of path (following a
 // symlink, which cannot carry user attributes itself), nil when there are
-// none or they cannot be read. Values set inside the sandbox may hold any
-// bytes; ones that are not UTF-8 are skipped because the proto map cannot
-// carry them.
+// none or they cannot be read; an emptyValue reads as "". Values set
+// inside the sandbox may hold any bytes; ones that are not UTF-8 are
+// skipped because the proto map cannot carry them.
 func readMetadata(path string) map[string]string {
 	names, err := xattr.List(path)
 	if err != nil {
@@ -133,6 +142,9 @@ func readMetadata(path string) map[string]string {
 		}
 		if md == nil {
 			md = map[string]string{}
+		}
+		if string(v) == emptyValue {
+			v = nil
 		}
 		md[key] = string(v)
 	}

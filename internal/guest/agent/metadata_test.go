@@ -107,6 +107,27 @@ func TestFileMetadata(t *testing.T) {
 	}
 }
 
+// TestFileMetadataEmptyValue checks that an empty value round-trips and is
+// stored non-empty: runsc's tar of a sandbox's files (a filesystem-only
+// pause) drops xattrs with an empty value.
+func TestFileMetadataEmptyValue(t *testing.T) {
+	dir := ownedDirIn(t, "/dev/shm", nobodyUID)
+	ta := startAgent(t, agent.Config{})
+	f := filepath.Join(dir, "empty.txt")
+	code, got, body := ta.postFiles(t, f, "nobody", bytes.NewBufferString("x"), octetWith("X-Metadata-Empty", "", "X-Metadata-Full", "v"))
+	want := map[string]string{"empty": "", "full": "v"}
+	if code != 200 || len(got) != 1 || !maps.Equal(got[0].Metadata, want) {
+		t.Fatalf("upload: %d %s, want metadata %v", code, body, want)
+	}
+	if v, err := xattr.Get(f, "user.e2b.empty"); err != nil || len(v) == 0 {
+		t.Errorf("xattr user.e2b.empty = %q, %v; want a stored byte that a tar keeps", v, err)
+	}
+	st, err := ta.fs.Stat(context.Background(), asUser(connect.NewRequest(&fspb.StatRequest{Path: f}), "nobody"))
+	if err != nil || !maps.Equal(st.Msg.GetEntry().GetMetadata(), want) {
+		t.Errorf("Stat metadata = %v, %v; want %v", st.Msg.GetEntry().GetMetadata(), err, want)
+	}
+}
+
 // TestFileMetadataMultipart checks that every file of a multipart upload
 // gets the request's metadata.
 func TestFileMetadataMultipart(t *testing.T) {

@@ -2,13 +2,14 @@
 // acts with the named user's rights (issue 12 item 5), file metadata
 // (X-Metadata-* → user.e2b.* xattrs, envd 0.6.2) through write / getInfo /
 // list / rename / pause-resume / fork, idempotent remove and envd's
-// signed-URL bodies (issue 13 items 4, 5), and what the base template gives
+// signed-URL bodies (issue 13 items 4, 5) — also through a filesystem-only
+// pause, a snapshot → new sandbox and a rollback —, and what the base template gives
 // (issue 13 item 8). Run by test/e2e/e2e_test.go (TestE2BClient).
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import http from 'node:http'
 import { Sandbox } from 'e2b'
-import { sleep, waitFor, run } from './helpers.mjs'
+import { sleep, waitFor, run, api } from './helpers.mjs'
 
 const T = { timeout: 90_000 }
 const API_URL = process.env.E2B_API_URL
@@ -136,6 +137,53 @@ test('metadata survives pause/resume and a fork', { timeout: 150_000 }, async ()
     await kill(forks[0])
   } finally {
     await kill(sbx)
+  }
+})
+
+// metaOf returns the metadata of each path in sbx (undefined when none).
+async function metaOf(sbx, paths) {
+  const out = {}
+  for (const p of paths) out[p] = (await sbx.files.getInfo(p, { user: 'root' })).metadata
+  return out
+}
+
+test('metadata survives a snapshot → new sandbox, a rollback and a filesystem-only pause', { timeout: 240_000 }, async () => {
+  const sbx = await create()
+  const made = []
+  const snaps = []
+  try {
+    // An empty value is valid metadata (printable ASCII, none of it).
+    await sbx.files.write('kept.txt', 'k', { metadata: { phase: 'one', empty: '' } })
+    await sbx.files.write('/etc/root-kept', 'r', { user: 'root', metadata: { owner: 'root' } })
+    await sbx.commands.run('setfattr -n user.e2b.tool -v setfattr kept.txt')
+    const paths = ['/home/user/kept.txt', '/etc/root-kept']
+    const want = { '/home/user/kept.txt': { phase: 'one', empty: '', tool: 'setfattr' }, '/etc/root-kept': { owner: 'root' } }
+    assert.deepEqual(await metaOf(sbx, paths), want, 'as written')
+
+    const snap = await sbx.createSnapshot()
+    snaps.push(snap.snapshotId)
+    await sbx.files.write('kept.txt', 'changed', { metadata: { phase: 'two' } })
+    const fromSnap = await Sandbox.create(snap.snapshotId, { timeoutMs: 120_000 })
+    made.push(fromSnap)
+    assert.deepEqual(await metaOf(fromSnap, paths), want, 'in a sandbox created from the snapshot')
+
+    const rb = await api('POST', `/sandboxes/${sbx.sandboxId}/rollback`, { body: { snapshotID: snap.snapshotId } })
+    assert.equal(rb.status, 200, JSON.stringify(rb.error))
+    assert.deepEqual(await metaOf(sbx, paths), want, 'after a rollback to the snapshot')
+
+    assert.equal(await sbx.pause({ keepMemory: false }), true)
+    const fsSnap = await sbx.createSnapshot() // of the files-only pause
+    snaps.push(fsSnap.snapshotId)
+    const fromFiles = await Sandbox.create(fsSnap.snapshotId, { timeoutMs: 120_000 })
+    made.push(fromFiles)
+    assert.deepEqual(await metaOf(fromFiles, paths), want, 'in a sandbox created from a snapshot of a files-only pause')
+    const resumed = await Sandbox.connect(sbx.sandboxId)
+    assert.deepEqual(await metaOf(resumed, paths), want, 'after a files-only pause and connect')
+    assert.deepEqual((await resumed.files.list('.')).find((e) => e.name === 'kept.txt').metadata, want[paths[0]], 'list after it')
+  } finally {
+    for (const s of made) await s.kill().catch(() => {})
+    await kill(sbx)
+    for (const id of snaps) await Sandbox.deleteSnapshot(id)
   }
 })
 

@@ -26,3 +26,14 @@ export async function run(sbx, cmd, opts = {}) {
     throw e
   }
 }
+
+// api calls the control API through the npm `e2b` client's own API client
+// (the one its Sandbox class uses: API key, base URL, comma-joined arrays),
+// for the routes the SDK has no method for (logs, batch metrics, rollback).
+// It resolves to { status, data, error } whatever the status.
+export async function api(method, path, { query, body } = {}) {
+  const { ApiClient, ConnectionConfig } = await import('e2b')
+  const client = new ApiClient(new ConnectionConfig()).api
+  const res = await client[method](path, { params: { query, path: {} }, ...(body && { body }) })
+  return { status: res.response.status, data: res.data, error: res.error }
+}

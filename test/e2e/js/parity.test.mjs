@@ -1,11 +1,11 @@
 // Parity with the current npm `e2b` client (issue 13): what an unmodified
 // client does and must see answered as E2B answers it — isRunning() of a
 // paused sandbox, listing order / filters / pagination, metrics ranges,
-// the sandbox's logs, and the filesystem-only pause.
+// the batch metrics route, the sandbox's logs, and the filesystem-only pause.
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { Sandbox } from 'e2b'
-import { waitFor } from './helpers.mjs'
+import { waitFor, api } from './helpers.mjs'
 
 const created = new Set()
 after(async () => {
@@ -88,7 +88,7 @@ test('Sandbox.list: newest first, order, filters, pagination across pages', { ti
   created.clear()
 })
 
-test('Sandbox.listSnapshots: newest first, name and sandbox filters, pages', { timeout: 120_000 }, async () => {
+test('Sandbox.listSnapshots: newest first, name and sandbox filters, pages stable while snapshots come and go', { timeout: 120_000 }, async () => {
   const sbx = await make()
   const name = `parity-snap-${Date.now()}`
   const snaps = []
@@ -101,8 +101,46 @@ test('Sandbox.listSnapshots: newest first, name and sandbox filters, pages', { t
     const got = await Sandbox.listSnapshots({ name: n }).nextItems()
     assert.deepEqual(got.map((s) => s.snapshotId), [snaps[0]], `name ${n}`)
   }
-  for (const id of snaps) await Sandbox.deleteSnapshot(id)
+
+  // A page token is a position: delete the next page's snapshot and take a
+  // newer one after the first page; nothing repeats, nothing is skipped.
+  const moving = Sandbox.listSnapshots({ sandboxId: sbx.sandboxId, limit: 1 })
+  const seen = (await moving.nextItems()).map((s) => s.snapshotId)
+  assert.equal(await Sandbox.deleteSnapshot(snaps[1]), true)
+  snaps.push((await sbx.createSnapshot()).snapshotId)
+  while (moving.hasNext) seen.push(...(await moving.nextItems()).map((s) => s.snapshotId))
+  assert.deepEqual(seen, [snaps[2], snaps[0]], 'pages are positions, not offsets')
+  const now = []
+  const again = Sandbox.listSnapshots({ sandboxId: sbx.sandboxId, limit: 2 })
+  while (again.hasNext) now.push(...(await again.nextItems()).map((s) => s.snapshotId))
+  assert.deepEqual(now, [snaps[3], snaps[2], snaps[0]], 'a new listing sees the change')
+
+  for (const limit of [0, 101]) {
+    await assert.rejects(Sandbox.listSnapshots({ sandboxId: sbx.sandboxId, limit }).nextItems(), (e) => e.statusCode === 400, `snapshots limit ${limit}`)
+  }
+  for (const id of [snaps[0], snaps[2], snaps[3]]) await Sandbox.deleteSnapshot(id)
   await kill(sbx)
+})
+
+test('Sandbox.list: template by id or name; limit bounds 1..100 (0 and 101 are a 400)', { timeout: 120_000 }, async () => {
+  const src = await make()
+  const name = `parity-tpl-${Date.now()}`
+  const snap = await src.createSnapshot({ name })
+  const tag = `tpl-${Date.now()}`
+  const child = await make({ metadata: { suite: tag } }, name)
+  const templateId = (await Sandbox.getInfo(child.sandboxId)).templateId
+  assert.notEqual(templateId, name, 'a snapshot\'s id is not its name')
+  for (const template of [templateId, name]) {
+    const got = await listAll({ query: { metadata: { suite: tag }, template } })
+    assert.deepEqual(got.map((s) => s.sandboxId), [child.sandboxId], `template ${template}`)
+  }
+  for (const limit of [0, 101]) {
+    await assert.rejects(Sandbox.list({ limit }).nextItems(), (e) => e.statusCode === 400 && /limit/.test(e.message), `limit ${limit}`)
+  }
+  for (const limit of [1, 100]) assert.ok(Array.isArray(await Sandbox.list({ limit }).nextItems()), `limit ${limit}`)
+  await kill(child)
+  await kill(src)
+  await Sandbox.deleteSnapshot(snap.snapshotId)
 })
 
 test('getMetrics: a range before the sandbox existed is empty; now is not', { timeout: 60_000 }, async () => {
@@ -117,12 +155,41 @@ test('getMetrics: a range before the sandbox existed is empty; now is not', { ti
   await kill(sbx)
 })
 
-// The SDK's own API client (the one its Sandbox class uses) for the logs
-// routes, which the SDK has no method for yet.
+test('GET /sandboxes/metrics?sandbox_ids=: the latest reading of each running sandbox named', { timeout: 120_000 }, async () => {
+  const a = await make()
+  const b = await make()
+  // The SDK's API client sends the array comma-joined, as E2B's spec asks.
+  const batch = (ids) => api('GET', '/sandboxes/metrics', { query: { sandbox_ids: ids } })
+  const got = await waitFor('readings of both', async () => {
+    const r = await batch([a.sandboxId, b.sandboxId, 'nosuchsandbox'])
+    assert.equal(r.status, 200, JSON.stringify(r.error))
+    return Object.keys(r.data.sandboxes).length === 2 && r.data.sandboxes
+  }, 10_000, 500)
+  assert.deepEqual(Object.keys(got).sort(), [a.sandboxId, b.sandboxId].sort(), 'an unknown id is left out')
+  for (const [id, m] of Object.entries(got)) {
+    assert.ok(m.cpuCount > 0 && m.memTotal > 0 && m.diskTotal > 0, `${id}: ${JSON.stringify(m)}`)
+    for (const k of ['cpuUsedPct', 'memUsed', 'memCache', 'diskUsed']) assert.equal(typeof m[k], 'number', `${id}.${k}`)
+    assert.ok(Math.abs(m.timestampUnix - Date.now() / 1000) < 60, `${id}: timestampUnix ${m.timestampUnix}`)
+    assert.equal(Math.floor(Date.parse(m.timestamp) / 1000), m.timestampUnix, `${id}: timestamp ${m.timestamp}`)
+  }
+  await b.pause()
+  const afterPause = await batch([a.sandboxId, b.sandboxId])
+  assert.deepEqual(Object.keys(afterPause.data.sandboxes), [a.sandboxId], 'a paused sandbox has no current reading')
+
+  const tooMany = Array.from({ length: 101 }, (_, i) => `s${i}`)
+  for (const [what, ids] of [['101 ids', tooMany], ['none', undefined]]) {
+    const r = await batch(ids)
+    assert.equal(r.status, 400, `${what}: ${r.status} ${JSON.stringify(r.error)}`)
+  }
+  await kill(a)
+  await kill(b)
+})
+
+// The logs routes, which the SDK has no method for yet, through its own
+// API client (helpers.mjs api).
 async function logs(path, query) {
-  const { ApiClient, ConnectionConfig } = await import('e2b')
-  const res = await new ApiClient(new ConnectionConfig()).api.GET(path, { params: { query, path: {} } })
-  assert.equal(res.response.status, 200, JSON.stringify(res.error))
+  const res = await api('GET', path, { query })
+  assert.equal(res.status, 200, JSON.stringify(res.error))
   return res.data
 }
 
