@@ -115,7 +115,7 @@ func cycle(ctx context.Context, cl *client.Client, d *benchd.Daemon, sz size, fi
 	if err := pause(ctx, sb.SandboxID); err != nil {
 		return err
 	}
-	if err := waitLog(ctx, cl, sb.SandboxID, "sandbox paused"); err != nil {
+	if err := benchd.WaitLog(ctx, cl, sb.SandboxID, "sandbox paused", t0); err != nil {
 		return err
 	}
 	r.pause = append(r.pause, ms(time.Since(t0)))
@@ -133,26 +133,6 @@ func cycle(ctx context.Context, cl *client.Client, d *benchd.Daemon, sz size, fi
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// waitLog polls the sandbox's log until an entry with message msg appears.
-func waitLog(ctx context.Context, cl *client.Client, id, msg string) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
-		entries, err := cl.Logs(ctx, id, client.LogsOptions{Search: msg})
-		if err != nil {
-			return err
-		}
-		if len(entries) > 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("no %q in the log: %w", msg, ctx.Err())
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
 
 // echoUntil runs `echo hi` until it prints (a cold-booted agent needs a
 // moment) or 30 s pass.

@@ -12,7 +12,8 @@ import (
 
 // createBody is the NewSandbox / NewSandboxV2 request, plus forkbox's
 // cpuCount and memoryMB. Fields E2B defines that forkbox does not use yet
-// (mcp, iam, volumeMounts) are accepted and ignored.
+// (mcp, iam) are accepted and ignored; volumeMounts, which would name
+// volumes forkbox cannot have (it has no volumes API), must be empty.
 type createBody struct {
 	TemplateID          string            `json:"templateID"`
 	Timeout             *int64            `json:"timeout"`
@@ -27,6 +28,7 @@ type createBody struct {
 	CPUCount            int               `json:"cpuCount"`
 	MemoryMB            int               `json:"memoryMB"`
 	DiskSizeMB          int               `json:"diskSizeMB"`
+	VolumeMounts        []json.RawMessage `json:"volumeMounts"`
 }
 
 // networkBody is the part of SandboxNetworkConfig forkbox understands.
@@ -83,6 +85,10 @@ func optionalSeconds(field string, v *int64) (time.Duration, error) {
 func (b *createBody) request(alwaysSecure bool) (sandbox.CreateRequest, error) {
 	if b.TemplateID == "" {
 		return sandbox.CreateRequest{}, fmt.Errorf("templateID is required: %w", errdefs.ErrInvalidArgument)
+	}
+	if len(b.VolumeMounts) > 0 {
+		// Ignoring them would start a sandbox without the storage it asks for.
+		return sandbox.CreateRequest{}, fmt.Errorf("volumeMounts: forkbox has no volumes: %w", errdefs.ErrInvalidArgument)
 	}
 	filesOnly, err := b.autoPauseFilesOnly()
 	if err != nil {
