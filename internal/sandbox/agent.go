@@ -133,3 +133,27 @@ func (m *Manager) postInit(ctx context.Context, id string, body []byte, token st
 	}
 	return nil
 }
+
+// agentGet GETs path from sandbox id's agent, with its access token when it
+// has one, and decodes the JSON answer into out.
+func (m *Manager) agentGet(ctx context.Context, id, token, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.agentURL(id, path), nil)
+	if err != nil {
+		return err
+	}
+	if token != "" {
+		req.Header.Set("X-Access-Token", token)
+	}
+	resp, err := m.agentHTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("agent %s: %s", path, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("agent %s: %w", path, err)
+	}
+	return nil
+}

@@ -2,10 +2,7 @@ package sandbox
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"log/slog"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -147,24 +144,9 @@ func (m *Manager) fetchAgentEvents(ctx context.Context, id, token string) error 
 	if !after.IsZero() {
 		ns = after.UnixNano()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.agentURL(id, "/events?after="+strconv.FormatInt(ns, 10)), nil)
-	if err != nil {
-		return err
-	}
-	if token != "" {
-		req.Header.Set("X-Access-Token", token)
-	}
-	resp, err := m.agentHTTP.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("agent /events: %s", resp.Status)
-	}
 	var in []agentEvent
-	if err := json.NewDecoder(resp.Body).Decode(&in); err != nil {
-		return fmt.Errorf("agent /events: %w", err)
+	if err := m.agentGet(ctx, id, token, "/events?after="+strconv.FormatInt(ns, 10), &in); err != nil {
+		return err
 	}
 	evs := make([]eventlog.Event, 0, len(in))
 	for _, a := range in {

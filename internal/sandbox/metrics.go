@@ -6,12 +6,16 @@ import (
 )
 
 // Metric is one resource reading of a sandbox, in the E2B wire's units.
+// CPU and memory use are the host's view (the sandbox's cgroups); the page
+// cache and disk use are the guest's (its agent's /metrics), zero when the
+// agent does not answer in time.
 type Metric struct {
 	Timestamp  time.Time
 	CPUCount   int
 	CPUUsedPct float64
 	MemUsed    uint64
 	MemTotal   uint64
+	MemCache   uint64
 	DiskUsed   uint64
 	DiskTotal  uint64
 }
@@ -45,6 +49,7 @@ func (m *Manager) Metrics(ctx context.Context, id string) ([]Metric, error) {
 	if err != nil {
 		return nil, err
 	}
+	guest := m.guestUsage(ctx, id)
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -65,9 +70,36 @@ func (m *Manager) Metrics(ctx context.Context, id string) ([]Metric, error) {
 	}
 	return []Metric{{
 		Timestamp: now, CPUCount: cpus, CPUUsedPct: pct,
-		MemUsed: st.MemoryBytes, MemTotal: memTotal,
-		DiskTotal: uint64(e.rec.DiskSizeMB) << 20,
+		MemUsed: st.MemoryBytes, MemTotal: memTotal, MemCache: guest.MemCache,
+		DiskUsed: guest.DiskUsed, DiskTotal: uint64(e.rec.DiskSizeMB) << 20,
 	}}, nil
+}
+
+// guestMetrics is the part of the agent's GET /metrics (envd's names) only
+// the guest knows.
+type guestMetrics struct {
+	MemCache uint64 `json:"mem_cache"`
+	DiskUsed uint64 `json:"disk_used"`
+}
+
+// guestUsage asks sandbox id's agent for its page cache and disk use, best
+// effort and quick (half a second): a busy agent leaves them zero.
+func (m *Manager) guestUsage(ctx context.Context, id string) guestMetrics {
+	var out guestMetrics
+	m.mu.Lock()
+	e, err := m.lookupLocked(id)
+	token := ""
+	if err == nil {
+		token = e.rec.EnvdAccessToken
+	}
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	err = m.agentGet(ctx, id, token, "/metrics", &out)
+	if err != nil {
+		m.log.Debug("guest metrics", "id", id, "err", err)
+	}
+	return out
 }
 
 // cpuBaseline takes the first CPU reading of a sandbox and waits

@@ -146,7 +146,7 @@ func toMetric(m sandbox.Metric) metricJSON {
 	return metricJSON{
 		Timestamp: wireTime(m.Timestamp), TimestampUnix: m.Timestamp.Unix(),
 		CPUCount: m.CPUCount, CPUUsedPct: m.CPUUsedPct,
-		MemUsed: m.MemUsed, MemTotal: m.MemTotal,
+		MemUsed: m.MemUsed, MemTotal: m.MemTotal, MemCache: m.MemCache,
 		DiskUsed: m.DiskUsed, DiskTotal: m.DiskTotal,
 	}
 }

@@ -134,7 +134,7 @@ func TestInitAndAccessToken(t *testing.T) {
 	}
 	_, body = ta.do(t, "GET", "/metrics", nil, withToken)
 	var m map[string]any
-	if err := json.Unmarshal(body, &m); err != nil || m["mem_total"] == nil || m["disk_total"] == nil || m["cpu_count"] == nil {
+	if err := json.Unmarshal(body, &m); err != nil || m["mem_total"] == nil || m["mem_cache"] == nil || m["disk_total"] == nil || m["cpu_count"] == nil {
 		t.Errorf("/metrics = %s", body)
 	}
 

@@ -20,8 +20,11 @@ type metrics struct {
 	CPUUsedPct float64 `json:"cpu_used_pct"`
 	MemTotal   uint64  `json:"mem_total"`
 	MemUsed    uint64  `json:"mem_used"`
-	DiskUsed   uint64  `json:"disk_used"`
-	DiskTotal  uint64  `json:"disk_total"`
+	// MemCache is the page cache (/proc/meminfo Cached), what E2B's
+	// SandboxMetric reports as memCache.
+	MemCache  uint64 `json:"mem_cache"`
+	DiskUsed  uint64 `json:"disk_used"`
+	DiskTotal uint64 `json:"disk_total"`
 }
 
 // cpuSample is a reading of /proc/stat's aggregate cpu line.
@@ -51,11 +54,11 @@ func (c *cpuTracker) usage(cur cpuSample) float64 {
 // sampleMetrics reads CPU, memory and root disk usage.
 func (a *Agent) sampleMetrics() (metrics, error) {
 	m := metrics{Timestamp: time.Now().Unix(), CPUCount: runtime.NumCPU()}
-	total, avail, err := readMeminfo()
+	total, avail, cached, err := readMeminfo()
 	if err != nil {
 		return m, err
 	}
-	m.MemTotal, m.MemUsed = total, total-min(avail, total)
+	m.MemTotal, m.MemUsed, m.MemCache = total, total-min(avail, total), cached
 	var st syscall.Statfs_t
 	if err := syscall.Statfs("/", &st); err != nil {
 		return m, fmt.Errorf("statfs /: %w", err)
@@ -68,11 +71,11 @@ func (a *Agent) sampleMetrics() (metrics, error) {
 	return m, nil
 }
 
-// readMeminfo returns MemTotal and MemAvailable in bytes.
-func readMeminfo() (total, avail uint64, err error) {
+// readMeminfo returns MemTotal, MemAvailable and Cached in bytes.
+func readMeminfo() (total, avail, cached uint64, err error) {
 	data, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
@@ -86,9 +89,11 @@ func readMeminfo() (total, avail uint64, err error) {
 			total = v * 1024
 		case "MemAvailable:":
 			avail = v * 1024
+		case "Cached:":
+			cached = v * 1024
 		}
 	}
-	return total, avail, nil
+	return total, avail, cached, nil
 }
 
 // readCPU reads the aggregate jiffies from /proc/stat; idle and iowait

@@ -158,6 +158,7 @@ test('getMetrics: a range before the sandbox existed is empty; now is not', { ti
 test('GET /sandboxes/metrics?sandbox_ids=: the latest reading of each running sandbox named', { timeout: 120_000 }, async () => {
   const a = await make()
   const b = await make()
+  await a.commands.run('head -c 4194304 /dev/urandom > /home/user/fill.bin')
   // The SDK's API client sends the array comma-joined, as E2B's spec asks.
   const batch = (ids) => api('GET', '/sandboxes/metrics', { query: { sandbox_ids: ids } })
   const got = await waitFor('readings of both', async () => {
@@ -171,7 +172,10 @@ test('GET /sandboxes/metrics?sandbox_ids=: the latest reading of each running sa
     for (const k of ['cpuUsedPct', 'memUsed', 'memCache', 'diskUsed']) assert.equal(typeof m[k], 'number', `${id}.${k}`)
     assert.ok(Math.abs(m.timestampUnix - Date.now() / 1000) < 60, `${id}: timestampUnix ${m.timestampUnix}`)
     assert.equal(Math.floor(Date.parse(m.timestamp) / 1000), m.timestampUnix, `${id}: timestamp ${m.timestamp}`)
+    // The guest's view: its page cache and what its disk holds.
+    assert.ok(m.memCache > 0 && m.diskUsed > 0 && m.diskUsed < m.diskTotal, `${id}: ${JSON.stringify(m)}`)
   }
+  assert.ok(got[a.sandboxId].diskUsed >= got[b.sandboxId].diskUsed + (4 << 20), `the 4 MiB written: ${got[a.sandboxId].diskUsed} vs ${got[b.sandboxId].diskUsed}`)
   await b.pause()
   const afterPause = await batch([a.sandboxId, b.sandboxId])
   assert.deepEqual(Object.keys(afterPause.data.sandboxes), [a.sandboxId], 'a paused sandbox has no current reading')
