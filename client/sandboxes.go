@@ -260,6 +260,7 @@ type Metric struct {
 	CPUUsedPct    float64 `json:"cpuUsedPct"`
 	MemUsed       int64   `json:"memUsed"`
 	MemTotal      int64   `json:"memTotal"`
+	MemCache      int64   `json:"memCache"` // the guest's page cache
 	DiskUsed      int64   `json:"diskUsed"`
 	DiskTotal     int64   `json:"diskTotal"`
 }

@@ -114,15 +114,7 @@ func (m *Manager) initAgent(ctx context.Context, rec *store.Sandbox, oldToken st
 }
 
 func (m *Manager) postInit(ctx context.Context, id string, body []byte, token string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.agentURL(id, "/init"), bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("X-Access-Token", token)
-	}
-	resp, err := m.agentHTTP.Do(req)
+	resp, err := m.agentRequest(ctx, http.MethodPost, id, "/init", token, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -134,17 +126,27 @@ func (m *Manager) postInit(ctx context.Context, id string, body []byte, token st
 	return nil
 }
 
-// agentGet GETs path from sandbox id's agent, with its access token when it
-// has one, and decodes the JSON answer into out.
-func (m *Manager) agentGet(ctx context.Context, id, token, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.agentURL(id, path), nil)
+// agentRequest sends method path (a JSON body, when not nil) to sandbox
+// id's agent, with its access token when it has one. The caller closes
+// the response's body.
+func (m *Manager) agentRequest(ctx context.Context, method, id, path, token string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, m.agentURL(id, path), body)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if token != "" {
 		req.Header.Set("X-Access-Token", token)
 	}
-	resp, err := m.agentHTTP.Do(req)
+	return m.agentHTTP.Do(req)
+}
+
+// agentGet GETs path from sandbox id's agent, with its access token when it
+// has one, and decodes the JSON answer into out.
+func (m *Manager) agentGet(ctx context.Context, id, token, path string, out any) error {
+	resp, err := m.agentRequest(ctx, http.MethodGet, id, path, token, nil)
 	if err != nil {
 		return err
 	}

@@ -45,12 +45,7 @@ func TestEvictionKillReportsItsOwnOutcome(t *testing.T) {
 	obs := &observed{}
 	e.m.cfg.Observer = obs
 	e.m.rt = failingDelete{e.rt}
-	e.m.mu.Lock()
-	e.m.boxes[sb.ID].rec.EndAt = e.m.now().Add(-time.Second)
-	e.m.mu.Unlock()
-	var wg sync.WaitGroup
-	e.m.sweep(ctx, &wg)
-	wg.Wait()
+	sweepExpired(ctx, e, sb.ID)
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
 	errs := obs.errs[OpEvict]
@@ -65,14 +60,20 @@ func TestExpiryLogsItsAction(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	sb := e.create(t, CreateRequest{AutoPause: true})
-	e.m.mu.Lock()
-	e.m.boxes[sb.ID].rec.EndAt = e.m.now().Add(-time.Second)
-	e.m.mu.Unlock()
-	var wg sync.WaitGroup
-	e.m.sweep(ctx, &wg)
-	wg.Wait()
+	sweepExpired(ctx, e, sb.ID)
 	evs, err := e.m.Logs(ctx, sb.ID, eventlog.Query{Search: "sandbox expired"})
 	if err != nil || len(evs) != 1 || evs[0].Fields["action"] != "pause" {
 		t.Fatalf("expiry events %+v, %v; want one with action pause", evs, err)
 	}
+}
+
+// sweepExpired makes sandbox id's deadline pass and runs one sweep of the
+// evictor to its end.
+func sweepExpired(ctx context.Context, e *env, id string) {
+	e.m.mu.Lock()
+	e.m.boxes[id].rec.EndAt = e.m.now().Add(-time.Second)
+	e.m.mu.Unlock()
+	var wg sync.WaitGroup
+	e.m.sweep(ctx, &wg)
+	wg.Wait()
 }

@@ -1,7 +1,8 @@
 // Helpers shared by the end-to-end test files (not a test file itself:
 // the Go runner runs *.test.mjs only).
+import { after } from 'node:test'
 import assert from 'node:assert/strict'
-import { CommandExitError } from 'e2b'
+import { Sandbox, CommandExitError } from 'e2b'
 
 export const sleep = (n) => new Promise((r) => setTimeout(r, n))
 
@@ -36,4 +37,29 @@ export async function api(method, path, { query, body } = {}) {
   const client = new ApiClient(new ConnectionConfig()).api
   const res = await client[method](path, { params: { query, path: {} }, ...(body && { body }) })
   return { status: res.response.status, data: res.data, error: res.error }
+}
+
+// tracked keeps a test file's sandboxes: make creates one (2 min timeout)
+// and remembers it, kill (a sandbox or an id) kills and forgets it, add
+// remembers one made otherwise (a fork, a clone), and those left are killed
+// after the file's tests. Call it once, at the file's top level.
+export function tracked() {
+  const created = new Set()
+  after(async () => {
+    for (const id of created) await Sandbox.kill(id).catch(() => {})
+  })
+  return {
+    created,
+    add: (sbx) => created.add(sbx.sandboxId),
+    async make(opts = {}, template = 'base') {
+      const sbx = await Sandbox.create(template, { timeoutMs: 120_000, ...opts })
+      created.add(sbx.sandboxId)
+      return sbx
+    },
+    async kill(sbx) {
+      const id = typeof sbx === 'string' ? sbx : sbx.sandboxId
+      await Sandbox.kill(id)
+      created.delete(id)
+    },
+  }
 }

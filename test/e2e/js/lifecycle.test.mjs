@@ -3,27 +3,13 @@
 // sandbox boot from its files, and the sandbox's log records the snapshot,
 // clone, fork, rollback and expiry (timed-out) events with their fields.
 // Run by test/e2e/e2e_test.go (TestE2BClient).
-import { test, after } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { Sandbox } from 'e2b'
 import { Sandbox as NSandbox } from 'novita-sandbox'
-import { waitFor, api } from './helpers.mjs'
+import { waitFor, api, tracked } from './helpers.mjs'
 
-const created = new Set()
-after(async () => {
-  for (const id of created) await Sandbox.kill(id).catch(() => {})
-})
-
-async function make(opts = {}, template = 'base') {
-  const sbx = await Sandbox.create(template, { timeoutMs: 120_000, ...opts })
-  created.add(sbx.sandboxId)
-  return sbx
-}
-
-async function kill(id) {
-  await Sandbox.kill(id)
-  created.delete(id)
-}
+const { created, make, kill } = tracked()
 
 const bootId = async (sbx) => (await sbx.files.read('/proc/sys/kernel/random/boot_id')).trim()
 const sleeping = async (sbx) => (await sbx.commands.run('pgrep -x sleep || true')).stdout.trim() !== ''

@@ -2,26 +2,12 @@
 // client does and must see answered as E2B answers it — isRunning() of a
 // paused sandbox, listing order / filters / pagination, metrics ranges,
 // the batch metrics route, the sandbox's logs, and the filesystem-only pause.
-import { test, after } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { Sandbox } from 'e2b'
-import { waitFor, api } from './helpers.mjs'
+import { waitFor, api, tracked } from './helpers.mjs'
 
-const created = new Set()
-after(async () => {
-  for (const id of created) await Sandbox.kill(id).catch(() => {})
-})
-
-async function make(opts = {}, template = 'base') {
-  const sbx = await Sandbox.create(template, { timeoutMs: 120_000, ...opts })
-  created.add(sbx.sandboxId)
-  return sbx
-}
-
-async function kill(sbx) {
-  await Sandbox.kill(sbx.sandboxId)
-  created.delete(sbx.sandboxId)
-}
+const { created, make, kill } = tracked()
 
 test('isRunning() is false after pause() and true after connect()', { timeout: 120_000 }, async () => {
   const sbx = await make()
