@@ -27,6 +27,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 	timeout, _ := f.GetDuration("default-timeout")
 	netIndex, _ := f.GetInt("network-index")
 	poolSize, _ := f.GetInt("pool-size")
+	poolRecent, _ := f.GetInt("pool-recent")
 	standby, _ := f.GetInt("standby")
 	cloneConc, _ := f.GetInt("clone-concurrency")
 	maxSandboxes, _ := f.GetInt("max-sandboxes")
@@ -45,7 +46,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		Listen: str("listen"), DataDir: str("data-dir"), TemplateDir: str("template-dir"),
 		Domain: str("domain"), RunscPath: str("runsc"), AgentPath: str("agent"),
 		TLSListen: str("tls-listen"), TLSCert: str("tls-cert"), TLSKey: str("tls-key"),
-		SweepInterval: sweep, DefaultTimeout: timeout, NetworkIndex: netIndex, PoolSize: poolSize, Standby: standby, CloneConcurrency: cloneConc,
+		SweepInterval: sweep, DefaultTimeout: timeout, NetworkIndex: netIndex, PoolSize: poolSize, PoolRecent: poolRecent, Standby: standby, CloneConcurrency: cloneConc,
 		MaxSandboxes:  maxSandboxes,
 		HostHugePages: hugePages, Egress: eg, RegistryMirrors: mirrors, InsecureRegistries: insecure, TemplateReadyTimeout: readyTimeout,
 		Limits: sandbox.Limits{MaxCPUs: maxCPUs, MaxMemoryMB: maxMem, MaxDiskMB: maxDisk},

@@ -49,6 +49,8 @@ SIGTERM; paused sandboxes and snapshots survive restarts in --data-dir.`,
 	f.Bool("host-hugepages", true, "set the host's transparent huge page settings so gVisor backs sandbox memory with huge pages "+
 		"(shmem_enabled never→advise, defrag madvise→defer): restores of big sandboxes ~2× faster, ~7 MiB more per idle sandbox")
 	f.Int("pool-size", 2, "sandboxes per built-in template kept restored ahead of time, so a create is a hand-over (0: none)")
+	f.Int("pool-recent", 3, "user templates (the most recently built or created from) that get a pool of --pool-size too, "+
+		"filled only while running and pooled sandboxes stay under --max-sandboxes (0: none)")
 	f.Int("max-sandboxes", 0, "sandboxes running at once; more creates, resumes, forks and clones answer 429 "+
 		"(0: from host memory, (MemTotal − 2 GiB) / 128 MiB, at most 200)")
 	f.Int("max-sandbox-cpus", 0, "most CPUs one sandbox may ask for (cpuCount); larger requests get 400 (0: the host's CPUs)")

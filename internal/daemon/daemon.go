@@ -43,6 +43,9 @@ type Options struct {
 	// PoolSize sandboxes per built-in template are kept restored ahead of
 	// time so creates are a hand-over (0: none).
 	PoolSize int
+	// PoolRecent user templates, the most recently built or created
+	// from, get a pool of PoolSize too (0: none).
+	PoolRecent int
 	// MaxSandboxes caps the sandboxes running at once (0: from host
 	// memory, see quota.go).
 	MaxSandboxes int
@@ -127,7 +130,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	den.SetSink(func(id string, d netpolicy.Denial) { _ = mgr.AppendEvent(id, egressEvent(d)) })
-	builds, err := newBuilds(ctx, o, rt, st)
+	builds, err := newBuilds(ctx, o, rt, st, mgr)
 	if err != nil {
 		return err
 	}
@@ -156,7 +159,7 @@ func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.St
 		DefaultTimeout: o.DefaultTimeout, SweepInterval: o.SweepInterval,
 		AgentArgs: []string{template.AgentInRootFS}, ClientID: hostname(),
 		ImageDir: filepath.Join(o.DataDir, "images"),
-		PoolSize: o.PoolSize, PoolTemplates: []string{template.BaseID, template.CodeInterpreterID},
+		PoolSize: o.PoolSize, PoolTemplates: []string{template.BaseID, template.CodeInterpreterID}, PoolRecent: o.PoolRecent,
 		CloneConcurrency: o.CloneConcurrency, NetworkOpened: o.Egress.Open,
 	})
 	if err != nil {

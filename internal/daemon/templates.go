@@ -15,8 +15,9 @@ import (
 
 // newBuilds opens the template build service: images pulled into
 // DataDir/oci (with the configured mirrors), uploads, layers and built
-// templates under DataDir/builds.
-func newBuilds(ctx context.Context, o Options, rt runtime.Runtime, st *store.Store) (*build.Service, error) {
+// templates under DataDir/builds. pools (the sandbox Manager) hears of
+// built and deleted templates, whose sandboxes it may keep restored ahead.
+func newBuilds(ctx context.Context, o Options, rt runtime.Runtime, st *store.Store, pools build.Pools) (*build.Service, error) {
 	mirrors := map[string]string{}
 	for _, m := range o.RegistryMirrors {
 		host, u, err := oci.ParseMirror(m)
@@ -42,5 +43,6 @@ func newBuilds(ctx context.Context, o Options, rt runtime.Runtime, st *store.Sto
 		Runtime: rt, Store: st, Images: images, Uploads: uploads, Dir: dir,
 		AgentPath: o.AgentPath, AgentArgs: []string{template.AgentInRootFS},
 		BaseTemplate: template.BaseID, ImageSalt: salt, Logger: o.Logger, ReadyTimeout: o.TemplateReadyTimeout,
+		Pools: pools, HostCABundle: template.HostCABundle,
 	})
 }

@@ -70,7 +70,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (_ *Sandbox, er
 	}
 	pooled := ""
 	if poolable(req, tpl) {
-		if pooled = m.pool.take(tpl.ID); pooled != "" {
+		if pooled = m.takePooled(ctx, tpl); pooled != "" {
 			rec.ID = pooled
 		}
 	}
@@ -97,6 +97,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (_ *Sandbox, er
 		return nil, m.abandon(ctx, rec.ID, err)
 	}
 	m.log.Info("sandbox created", "sandbox", rec.ID, "template", tpl.ID)
+	m.usedTemplate(ctx, tpl)
 	return m.Get(ctx, rec.ID)
 }
 

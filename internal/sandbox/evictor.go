@@ -17,6 +17,7 @@ func (m *Manager) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer m.drainPools(ctx)
+	m.pool.runCtx.Store(&ctx)
 	m.fillPools(ctx)
 	for n := 0; ; n++ {
 		select {

@@ -171,7 +171,7 @@ func (m *Manager) watchPooled(ctx context.Context, tplID, id string) {
 	}
 	go func() {
 		ex, err := w.Wait(ctx, id)
-		if ctx.Err() != nil || errdefs.IsNotFound(err) || !m.pool.remove(tplID, id) {
+		if ctx.Err() != nil || errdefs.IsNotFound(err) || len(m.pool.removeWhere(tplID, func(x pooled) bool { return x.id == id })) == 0 {
 			return
 		}
 		m.log.Warn("pooled sandbox died", "sandbox", id, "template", tplID, "reason", string(ex.Reason), "err", err)
@@ -179,19 +179,4 @@ func (m *Manager) watchPooled(ctx context.Context, tplID, id string) {
 			m.log.Error("release dead pooled sandbox", "sandbox", id, "err", err)
 		}
 	}()
-}
-
-// remove takes sandbox id out of template tplID's pool; false if it is
-// not there (a create took it).
-func (p *pool) remove(tplID, id string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	ids := p.ready[tplID]
-	for i, x := range ids {
-		if x == id {
-			p.ready[tplID] = append(ids[:i:i], ids[i+1:]...)
-			return true
-		}
-	}
-	return false
 }

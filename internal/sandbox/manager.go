@@ -69,6 +69,9 @@ type Config struct {
 	// of time, so creating one is a hand-over (0: no pool).
 	PoolSize      int
 	PoolTemplates []string
+	// PoolRecent user templates, the most recently built or created
+	// from, get a pool of PoolSize too (pool_recent.go; 0: none).
+	PoolRecent int
 	// Events keeps every sandbox's event log (events.go); nil keeps it in
 	// memory only.
 	Events *eventlog.Log

@@ -59,7 +59,7 @@ type Counts struct {
 // Counts returns the Manager's current counts.
 func (m *Manager) Counts() Counts {
 	c := Counts{ByState: map[State]int{}, Pool: map[string]int{}}
-	for _, tpl := range m.cfg.PoolTemplates {
+	for _, tpl := range m.poolTemplates() {
 		c.Pool[tpl] = m.pool.size(tpl)
 	}
 	m.mu.Lock()

@@ -29,7 +29,10 @@ func TestPoolHandsOverRestoredSandboxes(t *testing.T) {
 		}
 	}
 	waitPool(2)
-	pooled := slices.Clone(e.m.pool.ready["base"])
+	var pooled []string
+	for _, x := range e.m.pool.ready["base"] {
+		pooled = append(pooled, x.id)
+	}
 	sb := e.create(t, CreateRequest{EnvVars: map[string]string{"A": "1"}})
 	if !slices.Contains(pooled, sb.ID) {
 		t.Errorf("create did not use the pool: %s not in %v", sb.ID, pooled)

@@ -99,12 +99,8 @@ func (s *Server) requestTemplateBuild(w http.ResponseWriter, r *http.Request) {
 // the caller's own API key passed back as a header for the SDK to send.
 func (s *Server) templateFileLink(w http.ResponseWriter, r *http.Request) {
 	id, hash := r.PathValue("id"), r.PathValue("hash")
-	if _, err := s.cfg.Templates.Get(r.Context(), id); err != nil {
-		writeError(w, err)
-		return
-	}
-	up := s.cfg.Templates.Uploads()
-	if _, err := up.Path(hash); err != nil {
+	tplID, present, err := s.cfg.Templates.Files(r.Context(), id, hash)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
@@ -112,26 +108,23 @@ func (s *Server) templateFileLink(w http.ResponseWriter, r *http.Request) {
 		Present bool              `json:"present"`
 		URL     string            `json:"url,omitempty"`
 		Headers map[string]string `json:"headers,omitempty"`
-	}{Present: up.Has(hash)}
+	}{Present: present}
 	if !out.Present {
 		scheme := "http"
 		if r.TLS != nil {
 			scheme = "https"
 		}
-		out.URL = fmt.Sprintf("%s://%s/templates/%s/files/%s", scheme, r.Host, id, hash)
+		out.URL = fmt.Sprintf("%s://%s/templates/%s/files/%s", scheme, r.Host, tplID, hash)
 		out.Headers = map[string]string{"X-API-Key": r.Header.Get("X-API-Key")}
 	}
 	writeJSON(w, http.StatusCreated, out)
 }
 
 // templateFileUpload is PUT /templates/{id}/files/{hash}: the build
-// context's tar (gzip'd or not), checked and unpacked.
+// context's tar (gzip'd or not), checked and unpacked as the template's
+// own (a second upload of the hash with other files is 409).
 func (s *Server) templateFileUpload(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.cfg.Templates.Get(r.Context(), r.PathValue("id")); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := s.cfg.Templates.Uploads().Put(r.Context(), r.PathValue("hash"), r.Body); err != nil {
+	if err := s.cfg.Templates.PutFiles(r.Context(), r.PathValue("id"), r.PathValue("hash"), r.Body); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -10,16 +10,17 @@ import (
 	"time"
 )
 
-// hostCABundle is the host's CA bundle; npm in the rootfs uses it for the
+// HostCABundle is the host's CA bundle; npm in the rootfs uses it for the
 // registry while the template is built (a TLS-inspecting proxy's CA is
-// trusted on the host, not in a fresh rootfs). It is not left in the image.
-const hostCABundle = "/etc/ssl/certs/ca-certificates.crt"
+// trusted on the host, not in a fresh rootfs), and so do the RUN steps of
+// user template builds. It is not left in the image.
+const HostCABundle = "/etc/ssl/certs/ca-certificates.crt"
 
 // installNPM installs CodeInterpreterNPM globally with the rootfs's own npm
 // (base has Node.js and npm) and drops npm's cache.
 func installNPM(ctx context.Context, w io.Writer, start time.Time, root string) error {
 	args := []string{root, "env", "HOME=/root", "npm", "install", "-g", "--no-audit", "--no-fund", "--loglevel=error"}
-	if b, err := os.ReadFile(hostCABundle); err == nil {
+	if b, err := os.ReadFile(HostCABundle); err == nil {
 		ca := filepath.Join(root, "tmp", "forkbox-host-ca.crt")
 		if err := os.WriteFile(ca, b, 0o644); err != nil {
 			return err

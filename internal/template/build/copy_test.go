@@ -59,20 +59,21 @@ func TestUploads(t *testing.T) {
 	}
 	good := uploadTar(t, true, tent{name: "src/", typ: tar.TypeDir, mode: 0o755},
 		tent{name: "src/app.js", typ: tar.TypeReg, mode: 0o644, body: "console.log(1)"})
-	if err := u.Put(context.Background(), hashA, bytes.NewReader(good)); err != nil {
+	if err := u.Put(context.Background(), "tplA", hashA, bytes.NewReader(good)); err != nil {
 		t.Fatal(err)
 	}
-	if !u.Has(hashA) {
+	if !u.Has("tplA", hashA) {
 		t.Fatal("upload not present")
 	}
-	p, _ := u.Path(hashA)
+	p, _ := u.Path("tplA", hashA)
 	if b, _ := os.ReadFile(filepath.Join(p, "src/app.js")); string(b) != "console.log(1)" {
 		t.Errorf("content %q", b)
 	}
-	// The same key again is accepted (and read to the end).
-	if err := u.Put(context.Background(), hashA, bytes.NewReader(good)); err != nil {
+	// The same files again are accepted (and read to the end).
+	if err := u.Put(context.Background(), "tplA", hashA, bytes.NewReader(good)); err != nil {
 		t.Errorf("second put: %v", err)
 	}
+	checkUploadConflicts(t, u, good)
 	bad := []struct {
 		name string
 		hash string
@@ -88,11 +89,11 @@ func TestUploads(t *testing.T) {
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
-			err := u.Put(context.Background(), tc.hash, bytes.NewReader(tc.body))
+			err := u.Put(context.Background(), "tplA", tc.hash, bytes.NewReader(tc.body))
 			if !errors.Is(err, errdefs.ErrInvalidArgument) {
 				t.Errorf("err = %v, want invalid argument", err)
 			}
-			if u.Has(tc.hash) {
+			if u.Has("tplA", tc.hash) {
 				t.Error("a refused upload is present")
 			}
 			if ents, _ := os.ReadDir(filepath.Join(dir, "tmp")); len(ents) != 0 {
@@ -102,6 +103,51 @@ func TestUploads(t *testing.T) {
 	}
 	if _, err := os.Stat("/tmp/evil"); err == nil {
 		t.Error("/tmp/evil was written")
+	}
+	if err := u.Put(context.Background(), "../x", hashA, bytes.NewReader(good)); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Errorf("template id ../x: %v", err)
+	}
+	if err := u.Remove("tplA"); err != nil || u.Has("tplA", hashA) {
+		t.Errorf("after Remove: %v, still has it %v", err, u.Has("tplA", hashA))
+	}
+}
+
+// checkUploadConflicts: a second upload of a hash with other files is
+// refused and changes nothing; another template's upload of the same hash
+// is its own, with its own digest; same files, same digest.
+func checkUploadConflicts(t *testing.T, u *Uploads, good []byte) {
+	t.Helper()
+	ctx := context.Background()
+	other := uploadTar(t, true, tent{name: "src/", typ: tar.TypeDir, mode: 0o755},
+		tent{name: "src/app.js", typ: tar.TypeReg, mode: 0o644, body: "console.log(2)"})
+	before, _ := u.Digest("tplA", hashA)
+	if err := u.Put(ctx, "tplA", hashA, bytes.NewReader(other)); !errors.Is(err, errdefs.ErrConflict) {
+		t.Errorf("other files under the same hash: %v, want conflict", err)
+	}
+	p, _ := u.Path("tplA", hashA)
+	if b, _ := os.ReadFile(filepath.Join(p, "src/app.js")); string(b) != "console.log(1)" {
+		t.Errorf("after the refused upload the content is %q", b)
+	}
+	if u.Has("tplB", hashA) {
+		t.Error("template B sees template A's upload")
+	}
+	if err := u.Put(ctx, "tplB", hashA, bytes.NewReader(other)); err != nil {
+		t.Fatalf("template B's own upload of the hash: %v", err)
+	}
+	pb, _ := u.Path("tplB", hashA)
+	if b, _ := os.ReadFile(filepath.Join(pb, "src/app.js")); string(b) != "console.log(2)" {
+		t.Errorf("template B's upload holds %q", b)
+	}
+	dA, _ := u.Digest("tplA", hashA)
+	dB, _ := u.Digest("tplB", hashA)
+	if dA != before || dA == dB || dA == "" {
+		t.Errorf("digests: A %q (was %q), B %q", dA, before, dB)
+	}
+	if err := u.Put(ctx, "tplC", hashA, bytes.NewReader(good)); err != nil {
+		t.Fatal(err)
+	}
+	if dC, _ := u.Digest("tplC", hashA); dC != dA {
+		t.Errorf("same files, digests %q and %q", dC, dA)
 	}
 }
 

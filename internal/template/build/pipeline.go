@@ -137,7 +137,11 @@ func (j *job) run(ctx context.Context) {
 		j.logf("info", "Build finished in %s (%d of %d steps cached)", time.Since(start).Round(time.Millisecond), j.hits, len(j.spec.Steps))
 	}
 	j.s.finish(ctx, j, err)
+	if err == nil && j.s.cfg.Pools != nil {
+		j.s.cfg.Pools.WarmPool(ctx, j.tplID)
+	}
 	// Older builds' layers are free now, and a failed build's unused ones.
+	j.s.reconcilePools(ctx)
 	if _, err := j.s.Collect(ctx); err != nil {
 		j.s.log.Warn("template content collection after a build", "err", err)
 	}
@@ -198,7 +202,10 @@ func (j *job) runStep(ctx context.Context, st dockerfile.Step) error {
 		j.logf("info", "[%s/%d] %s", j.step, len(j.spec.Steps), label)
 		return nil
 	}
-	key := j.hashKey(StepKey(j.key, st))
+	key, err := j.layerKey(st)
+	if err != nil {
+		return err
+	}
 	if j.useLayer(key) {
 		j.hits++
 		j.logf("info", "CACHED [%s/%d] %s", j.step, len(j.spec.Steps), label)
@@ -223,6 +230,20 @@ func (j *job) runStep(ctx context.Context, st dockerfile.Step) error {
 	}
 	j.logf("info", "[%s/%d] done in %s", j.step, len(j.spec.Steps), time.Since(t0).Round(time.Millisecond))
 	return nil
+}
+
+// layerKey is the cache key of a RUN or COPY step's layer. A COPY's
+// files are named by the digest of what this template uploaded, not by
+// the client's filesHash (see Uploads).
+func (j *job) layerKey(st dockerfile.Step) (string, error) {
+	if st.Type == dockerfile.StepCopy {
+		d, err := j.s.cfg.Uploads.Digest(j.tplID, st.FilesHash)
+		if err != nil {
+			return "", fmt.Errorf("the files of COPY %s (filesHash %q) were not uploaded: %w", st.Args[0], st.FilesHash, errdefs.ErrInvalidArgument)
+		}
+		st.FilesHash = d
+	}
+	return j.hashKey(StepKey(j.key, st)), nil
 }
 
 func (j *job) setEnv(k, v string) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -54,6 +55,11 @@ type Config struct {
 	ImageSalt string
 	// ReadyTimeout bounds a build's ready command (0: DefaultReadyTimeout).
 	ReadyTimeout time.Duration
+	// Pools, if set, hears of built and deleted templates (pools.go).
+	Pools Pools
+	// HostCABundle, if set and present, is trusted by RUN steps while
+	// they run (ca.go); it is never part of a layer.
+	HostCABundle string
 	Logger       *slog.Logger
 }
 
@@ -236,8 +242,28 @@ func (s *Service) saveLocked(r *Record) error {
 	return os.Rename(tmp, p)
 }
 
-// Uploads returns the store of COPY contexts.
-func (s *Service) Uploads() *Uploads { return s.cfg.Uploads }
+// Files reports whether template ref (id, name or name:tag) has its
+// client's upload of hash, and returns the template's id.
+func (s *Service) Files(ctx context.Context, ref, hash string) (string, bool, error) {
+	r, err := s.Get(ctx, ref)
+	if err != nil {
+		return "", false, err
+	}
+	if _, err := s.cfg.Uploads.Path(r.ID, hash); err != nil {
+		return "", false, err
+	}
+	return r.ID, s.cfg.Uploads.Has(r.ID, hash), nil
+}
+
+// PutFiles stores body (a tar, maybe gzip'd) as template ref's upload of
+// hash (see Uploads.Put).
+func (s *Service) PutFiles(ctx context.Context, ref, hash string, body io.Reader) error {
+	r, err := s.Get(ctx, ref)
+	if err != nil {
+		return err
+	}
+	return s.cfg.Uploads.Put(ctx, r.ID, hash, body)
+}
 
 // Request is POST /v3/templates: a name (name or name:tag), extra tags and
 // limits.
@@ -374,6 +400,7 @@ func (s *Service) Delete(ctx context.Context, ref string) error {
 	if err := s.forget(ctx, ref); err != nil {
 		return err
 	}
+	s.reconcilePools(ctx)
 	if _, err := s.Collect(ctx); err != nil {
 		s.log.Warn("template content collection after a delete", "err", err)
 	}
@@ -398,6 +425,9 @@ func (s *Service) forget(ctx context.Context, ref string) error {
 	}
 	delete(s.records, r.ID)
 	os.Remove(filepath.Join(s.cfg.Dir, "records", r.ID+".json"))
+	if err := s.cfg.Uploads.Remove(r.ID); err != nil {
+		s.log.Warn("remove a deleted template's uploads", "template", r.ID, "err", err)
+	}
 	s.log.Info("template deleted", "template", r.ID, "names", r.Names)
 	return nil
 }

@@ -227,8 +227,9 @@ func invalidUser(cmd, user string) error {
 }
 
 // runScript runs in the build sandbox as root: the layer at /mnt/$1 gets
-// /proc and /dev, and the step's command runs chrooted into it as user
-// $2 (uid:gid) in directory $3 with bash -l -c, as E2B runs steps.
+// /proc, /dev and the host's CA bundle (caScript), and the step's command
+// runs chrooted into it as user $2 (uid:gid) in directory $3 with bash -l
+// -c, as E2B runs steps.
 const runScript = `R="/mnt/$1"; U="$2"; WD="$3"; CMD="$4"
 # $PATH is the image's, for the step; this script's tools are the build
 # sandbox's own.
@@ -238,7 +239,7 @@ CH=$(command -v chroot)
 m=""
 if [ -d "$R/proc" ] && mount -t proc proc "$R/proc"; then m="$R/proc"; fi
 if [ -d "$R/dev" ] && mount --rbind /dev "$R/dev"; then m="$m $R/dev"; fi
-[ -d "$R$WD" ] || PATH="$IPATH" "$CH" "$R" /bin/sh -c 'mkdir -p "$1" && chown "$2" "$1"' sh "$WD" "$U"
+` + caScript + `[ -d "$R$WD" ] || PATH="$IPATH" "$CH" "$R" /bin/sh -c 'mkdir -p "$1" && chown "$2" "$1"' sh "$WD" "$U"
 SH=/bin/bash; [ -x "$R/bin/bash" ] || SH=/bin/sh
 PATH="$IPATH" "$CH" --userspec="$U" "$R" /bin/sh -c 'cd "$1" || exit 1; exec "$2" -l -c "$3"' sh "$WD" "$SH" "$CMD"
 rc=$?
@@ -289,6 +290,9 @@ func (j *job) ensureBox(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("build sandbox template: %w", err)
 	}
+	if err := j.stageHostCA(); err != nil {
+		return fmt.Errorf("stage the host's CA bundle: %w", err)
+	}
 	cpu, mem := j.limits()
 	j.box, err = startBox(ctx, j.s.cfg.Runtime, runtime.Spec{
 		RootFS: base.RootFS, Args: j.s.cfg.AgentArgs, Admin: true,
@@ -319,10 +323,10 @@ func (j *job) copy1(ctx context.Context, rootfs string, st dockerfile.Step) erro
 	if len(st.Args) < 2 {
 		return fmt.Errorf("COPY needs a source and a destination: %w", errdefs.ErrInvalidArgument)
 	}
-	if !j.s.cfg.Uploads.Has(st.FilesHash) {
+	if !j.s.cfg.Uploads.Has(j.tplID, st.FilesHash) {
 		return fmt.Errorf("the files of COPY %s (filesHash %q) were not uploaded: %w", st.Args[0], st.FilesHash, errdefs.ErrInvalidArgument)
 	}
-	upload, _ := j.s.cfg.Uploads.Path(st.FilesHash)
+	upload, _ := j.s.cfg.Uploads.Path(j.tplID, st.FilesHash)
 	dest := st.Args[1]
 	if !strings.HasPrefix(dest, "/") {
 		dest = resolveDir(j.workdir, dest)
