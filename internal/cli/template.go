@@ -55,7 +55,7 @@ cached layer, showing progress (step n/m, cache hits, pull progress) as it goes.
 	f.String("data-dir", "/var/lib/forkbox", "forkbox's data directory")
 	f.String("template-dir", "", "directory of the cached templates (default <data-dir>/templates)")
 	f.String("agent", "", "path of the forkbox-agent binary (default: next to forkbox)")
-	cmd.AddCommand(build, a.templateListCmd(), a.templateDeleteCmd())
+	cmd.AddCommand(build, a.templateListCmd(), a.templateDeleteCmd(), a.templateLogsCmd())
 	cmd.AddCommand(a.templateTagCmds()...)
 	return cmd
 }

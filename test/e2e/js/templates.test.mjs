@@ -4,10 +4,11 @@
 // start-ready templates, failures reported with their step, deletion.
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdtempSync, writeFileSync, mkdirSync } from 'node:fs'
+import { mkdtempSync, writeFileSync, mkdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Sandbox, Template, waitForPort, BuildError } from 'e2b'
+import { fileURLToPath } from 'node:url'
+import { Sandbox, Template, waitForPort, waitForURL, waitForProcess, waitForFile, waitForTimeout, BuildError } from 'e2b'
 
 const T = { timeout: 300_000 }
 const created = new Set()
@@ -105,11 +106,22 @@ test('a start command with waitForPort: the server answers right after Sandbox.c
   console.log(`first HTTP 200 ${Math.round(performance.now() - t0)} ms after create`)
 })
 
+// lineOf is the line of this file holding marker (for the SDK's stack).
+function lineOf(marker) {
+  const lines = readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n')
+  return lines.findIndex((l) => l.includes(marker) && !l.includes('lineOf(')) + 1
+}
+
 test('a failing step fails the build with its step; an unknown user fails with E2B\'s message', T, async () => {
   const name = `fbx-bad-${suffix}`
-  await assert.rejects(build(Template().runCmd('echo ok').runCmd('exit 3'), name), (e) => {
+  const failing = Template().fromTemplate('base').runCmd('echo ok')
+    .runCmd('exit 3') // STEP-TWO-FAILS
+  await assert.rejects(build(failing, name), (e) => {
     assert.ok(e instanceof BuildError, String(e))
     assert.match(e.message, /failed to run command 'exit 3'/)
+    // reason.step "2": the SDK shows the stack of the call that made step
+    // 2 (its stack traces are base, then one per step).
+    assert.match(e.stack, new RegExp(`templates\\.test\\.mjs:${lineOf('STEP-TWO-FAILS')}:`), e.stack)
     return true
   })
   await assert.rejects(build(Template().runCmd('whoami', { user: 'nosuchuser' }), name), (e) => {
@@ -117,6 +129,32 @@ test('a failing step fails the build with its step; an unknown user fails with E
     return true
   })
 })
+
+// Each start command gets ready only after 2 s: the template must be
+// captured after its ready check passed, so the probe right after
+// Sandbox.create sees what was ready (without the wait, the restored
+// sandbox would still be 2 s from it).
+const readyCases = [
+  ['url', 'sleep 2 && cd /tmp && exec python3 -m http.server 8081', waitForURL('http://localhost:8081/'),
+    'curl -s -o /dev/null -w "%{http_code}" http://localhost:8081/', '200'],
+  ['process', 'sleep 2 && cp /bin/sleep /tmp/fbx-worker && exec /tmp/fbx-worker 1000', waitForProcess('fbx-worker'),
+    'pgrep -c fbx-worker', '1\n'],
+  ['file', 'sleep 2 && echo ready > /tmp/ready && exec sleep 1000', waitForFile('/tmp/ready'), 'cat /tmp/ready', 'ready\n'],
+  ['timeout', 'sleep 2 && echo late > /tmp/late && exec sleep 1000', waitForTimeout(3000), 'cat /tmp/late', 'late\n'],
+]
+
+for (const [kind, start, ready, probe, want] of readyCases) {
+  test(`ready helper ${kind}: the template is captured once it passes`, T, async () => {
+    const name = `fbx-ready-${kind}-${suffix}`
+    const { logs } = await build(Template().setStartCmd(start, ready), name)
+    assert.ok(logs.some((l) => l.startsWith('Waiting for ready command: ')), logs.join('\n'))
+    const sbx = await create(name)
+    const r = await sbx.commands.run(probe)
+    assert.equal(r.stdout, want)
+    await sbx.kill()
+    created.delete(sbx.sandboxId)
+  })
+}
 
 test('deleting a template keeps its running sandboxes working', T, async () => {
   const name = `fbx-del-${suffix}`
@@ -130,19 +168,55 @@ test('deleting a template keeps its running sandboxes working', T, async () => {
   await assert.rejects(Sandbox.create(name, { timeoutMs: 30_000 }))
 })
 
-test('create → first command from a built template: p50 of 7', T, async () => {
-  const name = `fbx-app-${suffix}`
+// poolOf reads forkbox_pool_sandboxes of a template from /metrics.
+async function poolOf(templateId) {
+  const res = await fetch(`${process.env.E2B_API_URL}/metrics`, { headers: { 'X-API-Key': process.env.E2B_API_KEY } })
+  const m = (await res.text()).match(new RegExp(`^forkbox_pool_sandboxes\\{template="${templateId}"\\} (\\d+)`, 'm'))
+  return m ? Number(m[1]) : 0
+}
+
+async function p50(label, fn) {
   const ms = []
-  for (let i = 0; i < 7; i++) {
+  for (let i = 0; i < 7; i++) ms.push(await fn())
+  ms.sort((a, b) => a - b)
+  console.log(`${label}: p50 ${Math.round(ms[3])} ms (all: ${ms.map(Math.round).join(', ')})`)
+  return ms[3]
+}
+
+test('create → first command from a built template (pooled, as base) and → first HTTP 200 from a start-ready one: p50 of 7', T, async () => {
+  const name = `fbx-app-${suffix}`
+  const { templateId } = await Template.build(app(), name)
+  // Built user templates get a pool, as base has.
+  const deadline = Date.now() + 20_000
+  while ((await poolOf(templateId)) < 1) {
+    assert.ok(Date.now() < deadline, `no pooled sandbox of ${name} (${templateId}) within 20 s`)
+    await new Promise((r) => setTimeout(r, 200))
+  }
+  const firstCommand = (tpl, cmd, want) => async () => {
     const t0 = performance.now()
-    const sbx = await Sandbox.create(name, { timeoutMs: 60_000 })
+    const sbx = await Sandbox.create(tpl, { timeoutMs: 60_000 })
     created.add(sbx.sandboxId)
-    const r = await sbx.commands.run('cat greeting')
-    ms.push(performance.now() - t0)
-    assert.equal(r.stdout, 'hi there\n')
+    const r = await sbx.commands.run(cmd)
+    const ms = performance.now() - t0
+    assert.equal(r.stdout, want)
     await sbx.kill()
     created.delete(sbx.sandboxId)
+    return ms
   }
-  ms.sort((a, b) => a - b)
-  console.log(`create → first command from ${name}: p50 ${Math.round(ms[3])} ms (all: ${ms.map(Math.round).join(', ')})`)
+  await p50(`create → first command from ${name}`, firstCommand(name, 'cat greeting', 'hi there\n'))
+  await p50('create → first command from base', firstCommand('base', 'echo hi', 'hi\n'))
+  await p50(`create → first HTTP 200 from fbx-web-${suffix}`, async () => {
+    const t0 = performance.now()
+    const sbx = await Sandbox.create(`fbx-web-${suffix}`, { timeoutMs: 60_000 })
+    created.add(sbx.sandboxId)
+    const res = await fetch(`${process.env.E2B_SANDBOX_URL || process.env.E2B_API_URL}/`, {
+      headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '8080' },
+    })
+    const ms = performance.now() - t0
+    assert.equal(res.status, 200)
+    await res.text()
+    await sbx.kill()
+    created.delete(sbx.sandboxId)
+    return ms
+  })
 })
