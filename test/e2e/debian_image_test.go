@@ -14,10 +14,10 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/forkbox/forkbox/internal/daemon/daemontest"
+	"github.com/forkbox/forkbox/internal/oci/ocitest"
 	"github.com/forkbox/forkbox/internal/template"
 )
 
@@ -151,13 +151,7 @@ func pushDebianImages(t *testing.T, host string, imgs debianImages) {
 	for repo, img := range map[string]v1.Image{
 		"fbx/debian:bookworm": imgs.debian, "library/debian:stable": imgs.debian, "library/python:3": imgs.python,
 	} {
-		ref, err := name.ParseReference(host+"/"+repo, name.Insecure)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := remote.Write(ref, img); err != nil {
-			t.Fatalf("push %s: %v", ref, err)
-		}
+		ocitest.PushImage(t, host, repo, img)
 	}
 	t.Logf("pushed the Debian images in %s", time.Since(t0).Round(time.Millisecond))
 }

@@ -75,7 +75,7 @@ func checkTemplateCLI(t *testing.T, d *daemontest.Daemon) {
 	os.WriteFile(filepath.Join(dir, "site", "index.html"), []byte("from the CLI's context\n"), 0o644)
 	first := mustCLI(t, d, dir, "template", "build", "fbx-cli", "-f", "Dockerfile")
 	t.Logf("template build progress:\n%s", first.stderr)
-	for _, want := range []string{"COPY site/: uploaded", "FROM docker.io/fbx/busybox:1: pulling", "pulled ", "[2/5] COPY site/ /www/", "[4/5] RUN", "done in", "Start command: ", "Build finished"} {
+	for _, want := range []string{"COPY site/: uploaded", "FROM docker.io/fbx/busybox:1: pulling", "pulled ", "[5/8] COPY site/ /www/", "[7/8] RUN", "done in", "Start command: ", "Build finished"} {
 		if !strings.Contains(first.stderr, want) {
 			t.Errorf("template build's progress lacks %q", want)
 		}

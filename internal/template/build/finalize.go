@@ -122,7 +122,9 @@ func (j *job) startAndWait(ctx context.Context, b *box, meta *Meta) error {
 		return nil
 	}
 	j.logf("info", "Start command: %s", j.spec.StartCmd)
-	start := `nohup /bin/bash -l -c "$1" >` + startLog + ` 2>&1 </dev/null &`
+	// nohup without nohup(1), which many images (busybox builds among
+	// them) lack: an ignored SIGHUP stays ignored across exec.
+	start := `( trap '' HUP; exec /bin/bash -l -c "$1" ) >` + startLog + ` 2>&1 </dev/null &`
 	if code, err := b.exec(ctx, client.ExecOptions{Cmd: []string{"/bin/sh", "-c", start, "sh", j.spec.StartCmd}, User: meta.User, Cwd: meta.Workdir}, nil); err != nil || code != 0 {
 		return fmt.Errorf("start command '%s': exit %d: %v", j.spec.StartCmd, code, err)
 	}
