@@ -156,3 +156,23 @@ func Main(name string, run func(context.Context) error) {
 		os.Exit(1)
 	}
 }
+
+// MS is d in milliseconds.
+func MS(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// Quantile is the nearest-rank q-quantile of vals (0 when empty).
+func Quantile(vals []float64, q float64) float64 {
+	s := slices.Clone(vals)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(s))+0.5) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+// CPUs is the host's processor count as /proc/cpuinfo lists them.
+func CPUs() int {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	return strings.Count(string(b), "processor\t:")
+}

@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,7 +90,7 @@ func density(ctx context.Context, c config, cl *client.Client) (*densityResult, 
 		if err != nil {
 			return r, fmt.Errorf("create #%d: %w", i+1, err)
 		}
-		r.create = append(r.create, ms(time.Since(t0)))
+		r.create = append(r.create, benchd.MS(time.Since(t0)))
 		r.ids = append(r.ids, sb.SandboxID)
 		if (i+1)%10 == 0 {
 			slog.Info("created", "n", i+1, "last_ms", r.create[i], "avail_mib", memAvailableMiB())
@@ -104,7 +103,7 @@ func density(ctx context.Context, c config, cl *client.Client) (*densityResult, 
 		if err := echo(ctx, cl, id); err != nil {
 			return r, err
 		}
-		r.echo = append(r.echo, ms(time.Since(t0)))
+		r.echo = append(r.echo, benchd.MS(time.Since(t0)))
 	}
 	return r, nil
 }
@@ -210,7 +209,7 @@ func timeOps(ctx context.Context, cl *client.Client, o op, ids, snaps []string, 
 			defer func() { <-sem }()
 			s := time.Now()
 			errs[i] = o.do(ctx, cl, id, snaps[i])
-			lat[i] = ms(time.Since(s))
+			lat[i] = benchd.MS(time.Since(s))
 		}()
 	}
 	wg.Wait()
@@ -218,7 +217,7 @@ func timeOps(ctx context.Context, cl *client.Client, o op, ids, snaps []string, 
 	if err := errors.Join(errs...); err != nil {
 		return 0, 0, err
 	}
-	return float64(len(ids)) / total.Seconds(), quantile(lat, 0.5), nil
+	return float64(len(ids)) / total.Seconds(), benchd.Quantile(lat, 0.5), nil
 }
 
 func killAll(cl *client.Client, ids []string) {
@@ -244,36 +243,18 @@ func memAvailableMiB() int64 {
 	return 0
 }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// quantile is the nearest-rank q-quantile of vals.
-func quantile(vals []float64, q float64) float64 {
-	s := slices.Clone(vals)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	i := int(q*float64(len(s))+0.5) - 1
-	return s[max(0, min(i, len(s)-1))]
-}
-
 func report(c config, dn *densityResult, cc []concResult) {
 	n := len(dn.create)
 	fmt.Printf("\n## Density and concurrency (bench/density)\n\n")
 	fmt.Printf("`go run ./bench/density -bin ./bin -n %d -k %d` (own daemon, pool off, base template; %s, %d cores).\n\n",
-		c.n, c.k, time.Now().UTC().Format("2006-01-02"), runtimeCPUs())
+		c.n, c.k, time.Now().UTC().Format("2006-01-02"), benchd.CPUs())
 	fmt.Printf("| %d sandboxes live at once | value |\n|---|---|\n", n)
 	fmt.Printf("| create, 1st | %.0f ms |\n| create, %dth | %.0f ms |\n", dn.create[0], n, dn.create[n-1])
-	fmt.Printf("| create p50 / p95 | %.0f / %.0f ms |\n", quantile(dn.create, 0.5), quantile(dn.create, 0.95))
-	fmt.Printf("| `echo` p50 / p99 across all | %.0f / %.0f ms |\n", quantile(dn.echo, 0.5), quantile(dn.echo, 0.99))
+	fmt.Printf("| create p50 / p95 | %.0f / %.0f ms |\n", benchd.Quantile(dn.create, 0.5), benchd.Quantile(dn.create, 0.95))
+	fmt.Printf("| `echo` p50 / p99 across all | %.0f / %.0f ms |\n", benchd.Quantile(dn.echo, 0.5), benchd.Quantile(dn.echo, 0.99))
 	fmt.Printf("| host memory per sandbox (MemAvailable drop / N) | %.1f MiB |\n\n", float64(dn.freeBefore-dn.freeAt)/float64(n))
 	fmt.Printf("| %d different sandboxes | one at a time | p50 one at a time | %d at once | p50 at once |\n|---|---|---|---|---|\n", c.k, c.k)
 	for _, r := range cc {
 		fmt.Printf("| %s | %.1f ops/s | %.0f ms | %.1f ops/s | %.0f ms |\n", r.name, r.serialOps, r.serialP50, r.concOps, r.concP50)
 	}
-}
-
-func runtimeCPUs() int {
-	b, _ := os.ReadFile("/proc/cpuinfo")
-	return strings.Count(string(b), "processor\t:")
 }

@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/forkbox/forkbox/bench/benchd"
 	"github.com/forkbox/forkbox/client"
 )
 
@@ -113,24 +114,24 @@ func (b *bench) builds(ctx context.Context, r *results) error {
 	if err != nil {
 		return err
 	}
-	r.cold = ms(d)
+	r.cold = benchd.MS(d)
 	slog.Info("cold build", "took", d)
 	for i := 0; i < b.c.n; i++ {
 		if d, _, err = b.build(ctx, "small", b.small(ctx, true)); err != nil {
 			return err
 		}
-		r.forced = append(r.forced, ms(d))
+		r.forced = append(r.forced, benchd.MS(d))
 	}
 	for i := 0; i < b.c.n; i++ {
 		if d, _, err = b.build(ctx, "small", b.small(ctx, false)); err != nil {
 			return err
 		}
-		r.cached = append(r.cached, ms(d))
+		r.cached = append(r.cached, benchd.MS(d))
 	}
 	slog.Info("first build on base (imports base as a layer): a few minutes")
 	if d, _, err = b.build(ctx, "web", b.web(ctx)); err != nil {
 		return err
 	}
-	r.onBase = ms(d)
+	r.onBase = benchd.MS(d)
 	return nil
 }

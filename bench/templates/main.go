@@ -19,8 +19,6 @@ import (
 	"flag"
 	"fmt"
 	"net/http/httptest"
-	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -102,34 +100,21 @@ func pushImages(reg *httptest.Server) error {
 	return ocitest.Write(ocitest.Host(reg.URL), "fbx/busybox:1", img)
 }
 
-// quantile is the nearest-rank q-quantile of vals.
-func quantile(vals []float64, q float64) float64 {
-	s := slices.Clone(vals)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	i := int(q*float64(len(s))+0.5) - 1
-	return s[max(0, min(i, len(s)-1))]
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
 func report(c config, r *results) {
 	p := func(v []float64) string {
-		return fmt.Sprintf("%.0f / %.0f ms", quantile(v, 0.5), quantile(v, 0.9))
+		return fmt.Sprintf("%.0f / %.0f ms", benchd.Quantile(v, 0.5), benchd.Quantile(v, 0.9))
 	}
 	fmt.Printf("\n## Templates (bench/templates)\n\n")
 	fmt.Printf("`go run ./bench/templates -bin ./bin -n %d` (own daemon with `--pool-size 2` and the default `--pool-recent 3`, "+
 		"images in an in-process registry on loopback; %s, %d cores). p50 / p90 of %d unless one sample.\n\n",
-		c.n, time.Now().UTC().Format("2006-01-02"), cpus(), c.n)
+		c.n, time.Now().UTC().Format("2006-01-02"), benchd.CPUs(), c.n)
 	fmt.Printf("| measurement | value |\n|---|---|\n")
 	fmt.Printf("| cold build of a small template (busybox image: pull, unpack, agent and user `user` put in, ENV + COPY + WORKDIR + RUN, capture), one sample | %.0f ms |\n", r.cold)
 	fmt.Printf("| forced rebuild (`skipCache`: every step again, the image's rootfs cached) | %s |\n", p(r.forced))
 	fmt.Printf("| cached rebuild (nothing changed) | %s |\n", p(r.cached))
 	fmt.Printf("| first build on forkbox's `base` (imports base's rootfs as a layer, once per data dir), one sample | %.0f ms |\n", r.onBase)
 	fmt.Printf("| pull + unpack of the base rootfs as an image (%.0f MiB gzip'd, %.0f MiB unpacked), per run | %s |\n",
-		quantile(r.pullMiB, 0.5), r.pullUnpacked, mibs(r.pullMiBs))
+		benchd.Quantile(r.pullMiB, 0.5), r.pullUnpacked, mibs(r.pullMiBs))
 	fmt.Printf("| create → first command, built template (pooled) | %s |\n", p(r.cmdBuilt))
 	fmt.Printf("| create → first command, `base` (same run) | %s |\n", p(r.cmdBase))
 	fmt.Printf("| create → first HTTP 200, start-ready template (`python3 -m http.server` captured serving) | %s |\n", p(r.httpReady))
@@ -141,10 +126,5 @@ func mibs(v []float64) string {
 	for _, x := range v {
 		parts = append(parts, fmt.Sprintf("%.0f", x))
 	}
-	return fmt.Sprintf("p50 %.0f MiB/s (runs: %s)", quantile(v, 0.5), strings.Join(parts, ", "))
-}
-
-func cpus() int {
-	b, _ := os.ReadFile("/proc/cpuinfo")
-	return strings.Count(string(b), "processor\t:")
+	return fmt.Sprintf("p50 %.0f MiB/s (runs: %s)", benchd.Quantile(v, 0.5), strings.Join(parts, ", "))
 }

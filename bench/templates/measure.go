@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/forkbox/forkbox/bench/benchd"
 	"github.com/forkbox/forkbox/client"
 )
 
@@ -35,17 +36,17 @@ func (b *bench) creates(ctx context.Context, r *results) error {
 			if err != nil {
 				return err
 			}
-			*m.out = append(*m.out, ms(d))
+			*m.out = append(*m.out, benchd.MS(d))
 		}
 		d, err := b.firstHTTP(ctx, "web", "")
 		if err != nil {
 			return err
 		}
-		r.httpReady = append(r.httpReady, ms(d))
+		r.httpReady = append(r.httpReady, benchd.MS(d))
 		if d, err = b.firstHTTP(ctx, "base", serveCmd); err != nil {
 			return err
 		}
-		r.httpStartOnCreate = append(r.httpStartOnCreate, ms(d))
+		r.httpStartOnCreate = append(r.httpStartOnCreate, benchd.MS(d))
 	}
 	return nil
 }

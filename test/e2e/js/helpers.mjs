@@ -63,3 +63,13 @@ export function tracked() {
     },
   }
 }
+
+// deleteTemplate deletes a user template as E2B's CLI does (DELETE
+// /templates/{id}; the SDK has no call of its own) and expects 204.
+export async function deleteTemplate(name) {
+  const res = await fetch(`${process.env.E2B_API_URL}/templates/${encodeURIComponent(name)}`, {
+    method: 'DELETE',
+    headers: { 'X-API-Key': process.env.E2B_API_KEY },
+  })
+  assert.equal(res.status, 204, `delete ${name}: ${res.status} ${await res.text()}`)
+}

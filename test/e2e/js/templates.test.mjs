@@ -8,22 +8,13 @@ import { mkdtempSync, writeFileSync, mkdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { deleteTemplate } from './helpers.mjs'
 import { Sandbox, Template, waitForPort, waitForURL, waitForProcess, waitForFile, waitForTimeout, BuildError } from 'e2b'
 
 const T = { timeout: 300_000 }
 const created = new Set()
 const built = new Set()
 const suffix = Date.now().toString(36)
-
-// The SDK has no template deletion of its own (the E2B CLI calls the
-// route): DELETE /templates/{id} as the CLI sends it.
-async function deleteTemplate(name) {
-  const res = await fetch(`${process.env.E2B_API_URL}/templates/${encodeURIComponent(name)}`, {
-    method: 'DELETE',
-    headers: { 'X-API-Key': process.env.E2B_API_KEY },
-  })
-  assert.equal(res.status, 204, `delete ${name}: ${res.status} ${await res.text()}`)
-}
 
 after(async () => {
   for (const id of created) await Sandbox.kill(id).catch(() => {})

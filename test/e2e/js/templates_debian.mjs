@@ -7,6 +7,7 @@
 // registry, inside the build sandbox.
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
+import { deleteTemplate } from './helpers.mjs'
 import { Sandbox, Template } from 'e2b'
 
 const IMAGE = process.env.FBX_DEBIAN_IMAGE
@@ -15,14 +16,6 @@ const T = { timeout: 900_000 }
 const suffix = Date.now().toString(36)
 const created = new Set()
 const built = new Set()
-
-async function deleteTemplate(name) {
-  const res = await fetch(`${process.env.E2B_API_URL}/templates/${encodeURIComponent(name)}`, {
-    method: 'DELETE',
-    headers: { 'X-API-Key': process.env.E2B_API_KEY },
-  })
-  assert.equal(res.status, 204, `delete ${name}: ${res.status} ${await res.text()}`)
-}
 
 after(async () => {
   for (const id of created) await Sandbox.kill(id).catch(() => {})

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, writeFileSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { deleteTemplate } from './helpers.mjs'
 import { Sandbox, Template } from 'e2b'
 
 const IMAGE = process.env.FBX_IMAGE
@@ -64,15 +65,6 @@ test('an unknown image fails the build at step base', T, async () => {
     return true
   })
 })
-
-// Deleted through the route the E2B CLI calls.
-async function deleteTemplate(name) {
-  const res = await fetch(`${process.env.E2B_API_URL}/templates/${encodeURIComponent(name)}`, {
-    method: 'DELETE',
-    headers: { 'X-API-Key': process.env.E2B_API_KEY },
-  })
-  assert.equal(res.status, 204, `delete ${name}: ${res.status} ${await res.text()}`)
-}
 
 test('tags name builds: assignTags, getTags, removeTags; name:tag starts the build it names', T, async () => {
   const name = `fbx-tags-${suffix}`
