@@ -84,6 +84,7 @@ bench: deps build template
 	$(GO) run ./bench/proxythroughput -bin $(BIN) -template-dir $(DATA_DIR)/templates >> docs/benchmarks.md
 	$(GO) run ./bench/fspause -bin $(BIN) -template-dir $(DATA_DIR)/templates >> docs/benchmarks.md
 	$(GO) run ./bench/density -bin $(BIN) -template-dir $(DATA_DIR)/templates >> docs/benchmarks.md
+	$(GO) run ./bench/templates -bin $(BIN) -template-dir $(DATA_DIR)/templates >> docs/benchmarks.md
 
 clean:
 	rm -rf $(BIN)
