@@ -123,7 +123,7 @@ func (p *pool) removeWhere(tplID string, drop func(pooled) bool) []string {
 	return out
 }
 
-// templates lists the templates whose pools are filled: the static ones,
+// poolTemplates lists the templates whose pools are filled: the static ones,
 // then the recent user templates.
 func (m *Manager) poolTemplates() []string {
 	m.pool.mu.Lock()

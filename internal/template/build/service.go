@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -240,29 +239,6 @@ func (s *Service) saveLocked(r *Record) error {
 		return err
 	}
 	return os.Rename(tmp, p)
-}
-
-// Files reports whether template ref (id, name or name:tag) has its
-// client's upload of hash, and returns the template's id.
-func (s *Service) Files(ctx context.Context, ref, hash string) (string, bool, error) {
-	r, err := s.Get(ctx, ref)
-	if err != nil {
-		return "", false, err
-	}
-	if _, err := s.cfg.Uploads.Path(r.ID, hash); err != nil {
-		return "", false, err
-	}
-	return r.ID, s.cfg.Uploads.Has(r.ID, hash), nil
-}
-
-// PutFiles stores body (a tar, maybe gzip'd) as template ref's upload of
-// hash (see Uploads.Put).
-func (s *Service) PutFiles(ctx context.Context, ref, hash string, body io.Reader) error {
-	r, err := s.Get(ctx, ref)
-	if err != nil {
-		return err
-	}
-	return s.cfg.Uploads.Put(ctx, r.ID, hash, body)
 }
 
 // Request is POST /v3/templates: a name (name or name:tag), extra tags and

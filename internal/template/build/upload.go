@@ -192,6 +192,29 @@ func (u *Uploads) Remove(templateID string) error {
 	return os.RemoveAll(filepath.Dir(p))
 }
 
+// Files reports whether template ref (id, name or name:tag) has its
+// client's upload of hash, and returns the template's id.
+func (s *Service) Files(ctx context.Context, ref, hash string) (string, bool, error) {
+	r, err := s.Get(ctx, ref)
+	if err != nil {
+		return "", false, err
+	}
+	if _, err := s.cfg.Uploads.Path(r.ID, hash); err != nil {
+		return "", false, err
+	}
+	return r.ID, s.cfg.Uploads.Has(r.ID, hash), nil
+}
+
+// PutFiles stores body (a tar, maybe gzip'd) as template ref's upload of
+// hash (see Uploads.Put).
+func (s *Service) PutFiles(ctx context.Context, ref, hash string, body io.Reader) error {
+	r, err := s.Get(ctx, ref)
+	if err != nil {
+		return err
+	}
+	return s.cfg.Uploads.Put(ctx, r.ID, hash, body)
+}
+
 // StepKey is the cache key of a build step's layer: the parent layer's
 // key, the step itself and the files it copies. Force is not part of it —
 // a forced step is rebuilt and its new layer replaces the cached one.
