@@ -35,6 +35,10 @@ func run(addr, level, codeAddr string, codePrewarm bool) error {
 		return fmt.Errorf("bad --log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	// Before anything is started: nothing the agent starts may hold it.
+	if err := agent.KeepResourceCapability(); err != nil {
+		return err
+	}
 	// As PID 1, SIGTERM and SIGINT have no default action, so handle them
 	// explicitly to shut down cleanly.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -50,8 +54,9 @@ func run(addr, level, codeAddr string, codePrewarm bool) error {
 	if err := agent.ReserveTasks(); err != nil {
 		log.Warn("task limit reserve", "err", err)
 	}
-	// gVisor kills nothing when the sandbox's memory runs out; the guard
-	// does, so a memory hog dies instead of the whole sandbox.
+	// gVisor fails and kills nothing when the sandbox's memory runs out;
+	// the guard does, so a memory hog fails or dies instead of the whole
+	// sandbox.
 	go oomguard.Run(ctx, oomguard.Options{Logger: log})
 	a := agent.New(agent.Config{Logger: log})
 	return a.Serve(ctx, l)

@@ -31,7 +31,7 @@ type Resources struct {
 	// PidsMax caps the number of tasks.
 	PidsMax int
 	// DiskMB is the size of the writable filesystem in MiB (0: the
-	// backend's default). gVisor bounds / and /tmp by it each; a restore
+	// backend's default). gVisor bounds / and /tmp by it together; a restore
 	// must ask for the size its checkpoint was made with.
 	DiskMB int
 }

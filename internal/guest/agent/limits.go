@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -53,6 +54,25 @@ func limitChild(pid int) {
 	}
 	l.Cur = soft
 	_ = unix.Prlimit(pid, unix.RLIMIT_NPROC, &l, nil)
+}
+
+// KeepResourceCapability drops CAP_SYS_RESOURCE from the bounding set of
+// every thread of the agent, so no process it starts from now on gets it
+// (exec computes a root process's capabilities from the bounding set), while
+// the agent keeps it: its out-of-memory guard lowers the address-space
+// limit of other users' processes with it, and a root process holding it
+// would escape RLIMIT_NPROC. It must run before the agent starts anything.
+// The bounding set is per thread: every thread drops it, and threads made
+// later inherit the drop.
+func KeepResourceCapability() error {
+	if in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, unix.CAP_SYS_RESOURCE, 0, 0, 0); err == nil && in == 0 {
+		return nil // not ours to hand out (the agent run elsewhere than as a sandbox's first process)
+	}
+	_, _, errno := syscall.AllThreadsSyscall(syscall.SYS_PRCTL, unix.PR_CAPBSET_DROP, unix.CAP_SYS_RESOURCE, 0)
+	if errno != 0 {
+		return fmt.Errorf("drop CAP_SYS_RESOURCE from the bounding set: %w", errno)
+	}
+	return nil
 }
 
 // applyCPUCount makes the agent, and so every process it starts from now

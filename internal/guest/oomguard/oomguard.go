@@ -1,15 +1,22 @@
-// Package oomguard is the sandbox's out-of-memory killer. gVisor accounts
-// for the sandbox's memory (/proc/meminfo's MemTotal is the sandbox's
-// memoryMB) but, unlike Linux, kills nothing when it runs out: the sentry
-// grows until the host's cgroup limit kills the whole sandbox. The agent,
-// the sandbox's first process, runs this guard so the sandbox fails like a
-// small VM instead: when its processes have nearly used up MemTotal, the
-// one with the most resident memory is killed (SIGKILL, as Linux's OOM
-// killer does) and the sandbox lives on.
+// Package oomguard is the sandbox's out-of-memory handling. gVisor
+// accounts for the sandbox's memory (/proc/meminfo's MemTotal is the
+// sandbox's memoryMB) but, unlike Linux, fails no allocation and kills
+// nothing when it runs out: the sentry grows until the host's cgroup limit
+// kills the whole sandbox. The agent, the sandbox's first process, runs
+// this guard so the sandbox fails like a small VM instead, in two steps:
 //
-// Files do not count: the memory-backed root overlay and /tmp (meminfo's
-// Shmem) are bounded by their own size, which the host limit allows for,
-// and killing a process would not free them.
+//   - Memory short: the process with the most resident memory gets its
+//     address-space limit (RLIMIT_AS, which gVisor enforces on every
+//     mapping) lowered to what it has mapped, so its next allocation fails
+//     with ENOMEM — Python raises MemoryError, malloc returns NULL — and it
+//     may free memory and go on. Another one follows each time memory gets
+//     shorter still. The limits are given back once memory is plentiful.
+//   - Memory exhausted (a process faulting in memory it mapped before): the
+//     largest process is killed (SIGKILL, as Linux's OOM killer does).
+//
+// The sandbox lives on either way. Files do not count: the memory-backed
+// root overlay (meminfo's Shmem) is bounded by its own size, which the host
+// limit allows for, and failing or killing a process would not free it.
 package oomguard
 
 import (
@@ -23,78 +30,59 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// Options tune Run. Zero values take the defaults.
+// Options tune a Guard. Zero values take the defaults.
 type Options struct {
 	// Proc is the procfs root. Default "/proc".
 	Proc string
 	// Reserve is how much of MemTotal must stay free of process memory;
 	// below it the guard kills. Default 1/32 of MemTotal, at least 4 MiB.
 	Reserve uint64
-	// Logger receives one line per kill. Default slog.Default().
+	// Logger receives one line per failed or killed process. Default
+	// slog.Default().
 	Logger *slog.Logger
 	// Kill kills pid. Default SIGKILL.
 	Kill func(pid int) error
+	// LimitAS sets pid's soft RLIMIT_AS to limit and returns the one it
+	// had. Default prlimit(2), which needs CAP_SYS_RESOURCE for processes
+	// of other users.
+	LimitAS func(pid int, limit uint64) (old uint64, err error)
 }
 
 // Polling intervals: slow while memory is plentiful, fast when it is not
 // (a hog touching pages at 1–2 GB/s gains 5–10 MiB per fast interval, well
-// within the host limit's headroom).
+// within failMargin and the host limit's headroom).
 const (
 	slowEvery = 100 * time.Millisecond
 	fastEvery = 5 * time.Millisecond
 	// settle is how long after a kill the guard waits for the victim's
 	// memory to be freed before it may kill again.
 	settle = 100 * time.Millisecond
+	// failMargin is how far above the kill reserve allocations start to
+	// fail: more than a fast interval's growth, so a hog meets ENOMEM
+	// before the reserve.
+	failMargin = 32 << 20
+	// failStep is how much shorter memory must get before one more process
+	// has its allocations failed.
+	failStep = 4 << 20
 )
 
-// Run guards until ctx ends.
-func Run(ctx context.Context, o Options) {
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		t.Reset(Check(o))
-	}
+// Guard is the out-of-memory guard; its state is the processes whose
+// allocations it made fail.
+type Guard struct {
+	o Options
+	// capped maps each process whose RLIMIT_AS the guard lowered to the
+	// soft limit to give back.
+	capped map[int]uint64
+	// cappedAt is the free memory when the guard last capped a process.
+	cappedAt uint64
 }
 
-// Check looks once and kills if memory is short; it returns when to look
-// again.
-func Check(o Options) time.Duration {
-	o = withDefaults(o)
-	m, err := readMeminfo(filepath.Join(o.Proc, "meminfo"))
-	if err != nil {
-		return slowEvery
-	}
-	reserve := o.Reserve
-	if reserve == 0 {
-		reserve = max(m.total/32, 4<<20)
-	}
-	free := m.free + m.files // what processes may still take
-	if free >= reserve {
-		if free < m.total/4 {
-			return fastEvery
-		}
-		return slowEvery
-	}
-	pid, comm, rss := largest(o.Proc)
-	if pid <= 0 {
-		return slowEvery
-	}
-	if err := o.Kill(pid); err != nil {
-		return fastEvery
-	}
-	o.Logger.Warn("out of memory: killed process", "pid", pid, "comm", comm,
-		"rssMiB", rss>>20, "freeMiB", free>>20, "totalMiB", m.total>>20)
-	return settle
-}
-
-func withDefaults(o Options) Options {
+// New returns a guard with o's defaults filled in.
+func New(o Options) *Guard {
 	if o.Proc == "" {
 		o.Proc = "/proc"
 	}
@@ -104,7 +92,109 @@ func withDefaults(o Options) Options {
 	if o.Kill == nil {
 		o.Kill = func(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
 	}
-	return o
+	if o.LimitAS == nil {
+		o.LimitAS = prlimitAS
+	}
+	return &Guard{o: o, capped: map[int]uint64{}}
+}
+
+// Run guards until ctx ends.
+func Run(ctx context.Context, o Options) {
+	g := New(o)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		t.Reset(g.Check())
+	}
+}
+
+// Check looks once, fails allocations or kills if memory is short, and
+// returns when to look again.
+func (g *Guard) Check() time.Duration {
+	m, err := readMeminfo(filepath.Join(g.o.Proc, "meminfo"))
+	if err != nil {
+		return slowEvery
+	}
+	reserve := g.o.Reserve
+	if reserve == 0 {
+		reserve = max(m.total/32, 4<<20)
+	}
+	failAt := 2*reserve + failMargin
+	free := m.free + m.files // what processes may still take
+	switch {
+	case free < reserve:
+		return g.kill(free, m.total)
+	case free < failAt:
+		g.fail(free)
+		return fastEvery
+	case free >= 2*failAt:
+		g.release()
+	}
+	if free < m.total/4 {
+		return fastEvery
+	}
+	return slowEvery
+}
+
+// kill kills the largest process.
+func (g *Guard) kill(free, total uint64) time.Duration {
+	p, ok := largest(g.o.Proc, nil)
+	if !ok {
+		return slowEvery
+	}
+	if err := g.o.Kill(p.pid); err != nil {
+		return fastEvery
+	}
+	delete(g.capped, p.pid)
+	g.o.Logger.Warn("out of memory: killed process", "pid", p.pid, "comm", p.comm,
+		"rssMiB", p.rss>>20, "freeMiB", free>>20, "totalMiB", total>>20)
+	return settle
+}
+
+// fail makes the allocations of the largest process not yet failed fail,
+// unless one was failed since memory last got failStep shorter.
+func (g *Guard) fail(free uint64) {
+	if len(g.capped) > 0 && free+failStep > g.cappedAt {
+		return
+	}
+	p, ok := largest(g.o.Proc, g.capped)
+	if !ok {
+		return
+	}
+	old, err := g.o.LimitAS(p.pid, p.size)
+	if err != nil {
+		return
+	}
+	g.capped[p.pid] = old
+	g.cappedAt = free
+	g.o.Logger.Warn("out of memory: allocations of process fail", "pid", p.pid, "comm", p.comm,
+		"rssMiB", p.rss>>20, "mappedMiB", p.size>>20, "freeMiB", free>>20)
+}
+
+// release gives the processes the guard failed their limits back.
+func (g *Guard) release() {
+	for pid, old := range g.capped {
+		g.o.LimitAS(pid, old) // a process gone meanwhile: nothing to give back
+		delete(g.capped, pid)
+	}
+}
+
+// prlimitAS sets pid's soft address-space limit, keeping the hard one.
+func prlimitAS(pid int, limit uint64) (uint64, error) {
+	var cur unix.Rlimit
+	if err := unix.Prlimit(pid, unix.RLIMIT_AS, nil, &cur); err != nil {
+		return 0, err
+	}
+	next := unix.Rlimit{Cur: min(limit, cur.Max), Max: cur.Max}
+	if err := unix.Prlimit(pid, unix.RLIMIT_AS, &next, nil); err != nil {
+		return 0, err
+	}
+	return cur.Cur, nil
 }
 
 // meminfo is what the guard reads of /proc/meminfo, in bytes.
@@ -145,21 +235,29 @@ func readMeminfo(path string) (meminfo, error) {
 	return m, sc.Err()
 }
 
+// proc is what the guard reads of a process.
+type proc struct {
+	pid       int
+	comm      string
+	rss, size uint64 // resident and mapped bytes
+}
+
 // largest returns the process with the most resident memory, never this
-// process (the agent) nor pid 1.
-func largest(proc string) (pid int, comm string, rss uint64) {
-	ents, err := os.ReadDir(proc)
+// process (the agent), pid 1 nor one in skip.
+func largest(procDir string, skip map[int]uint64) (proc, bool) {
+	ents, err := os.ReadDir(procDir)
 	if err != nil {
-		return 0, "", 0
+		return proc{}, false
 	}
 	self := os.Getpid()
 	page := uint64(os.Getpagesize())
+	var best proc
 	for _, e := range ents {
 		p, err := strconv.Atoi(e.Name())
-		if err != nil || p == self || p == 1 {
+		if _, skipped := skip[p]; err != nil || p == self || p == 1 || skipped {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(proc, e.Name(), "statm"))
+		b, err := os.ReadFile(filepath.Join(procDir, e.Name(), "statm"))
 		if err != nil {
 			continue
 		}
@@ -167,12 +265,13 @@ func largest(proc string) (pid int, comm string, rss uint64) {
 		if len(f) < 2 {
 			continue
 		}
-		res, err := strconv.ParseUint(f[1], 10, 64)
-		if err != nil || res*page <= rss {
+		size, err1 := strconv.ParseUint(f[0], 10, 64)
+		res, err2 := strconv.ParseUint(f[1], 10, 64)
+		if err1 != nil || err2 != nil || res*page <= best.rss {
 			continue
 		}
-		c, _ := os.ReadFile(filepath.Join(proc, e.Name(), "comm"))
-		pid, comm, rss = p, strings.TrimSpace(string(c)), res*page
+		c, _ := os.ReadFile(filepath.Join(procDir, e.Name(), "comm"))
+		best = proc{pid: p, comm: strings.TrimSpace(string(c)), rss: res * page, size: size * page}
 	}
-	return pid, comm, rss
+	return best, best.pid > 0
 }

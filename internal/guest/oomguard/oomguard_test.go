@@ -2,9 +2,11 @@ package oomguard
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -30,6 +32,18 @@ func fakeProc(t *testing.T, totalKB, freeKB, shmemKB int, rss map[int]int) strin
 	return dir
 }
 
+// limits records the guard's RLIMIT_AS changes.
+type limits map[int]uint64
+
+func (l limits) set(pid int, limit uint64) (uint64, error) {
+	old, ok := l[pid]
+	if !ok {
+		old = ^uint64(0)
+	}
+	l[pid] = limit
+	return old, nil
+}
+
 func TestCheck(t *testing.T) {
 	// pid 1 (the agent's place) and this process are never victims,
 	// however large.
@@ -39,21 +53,70 @@ func TestCheck(t *testing.T) {
 		freeKB   int
 		shmemKB  int
 		wantKill int
+		wantCap  int
 		wantNext time.Duration
 	}{
-		{"plenty", 400 << 10, 0, 0, slowEvery},
-		{"getting short: look more often", 100 << 10, 0, 0, fastEvery},
-		{"exhausted: the largest goes", 1 << 10, 0, 41, settle},
-		{"files fill memory: no process to blame", 1 << 10, 300 << 10, 0, slowEvery},
+		{"plenty", 400 << 10, 0, 0, 0, slowEvery},
+		{"getting short: look more often", 100 << 10, 0, 0, 0, fastEvery},
+		// 512 MiB: the reserve is 16 MiB, allocations fail below 64 MiB.
+		{"short: the largest's allocations fail", 60 << 10, 0, 0, 41, fastEvery},
+		{"exhausted: the largest goes", 1 << 10, 0, 41, 0, settle},
+		{"files fill memory: no process to blame", 1 << 10, 300 << 10, 0, 0, slowEvery},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			proc := fakeProc(t, 512<<10, tt.freeKB, tt.shmemKB, rss)
 			killed := 0
-			got := Check(Options{Proc: proc, Kill: func(pid int) error { killed = pid; return nil }})
+			lim := limits{}
+			got := New(Options{Proc: proc, Kill: func(pid int) error { killed = pid; return nil }, LimitAS: lim.set}).Check()
 			if got != tt.wantNext || killed != tt.wantKill {
 				t.Errorf("Check = next in %v, killed %d; want %v, %d", got, killed, tt.wantNext, tt.wantKill)
+			}
+			if tt.wantCap == 0 && len(lim) > 0 {
+				t.Errorf("limits lowered: %v", lim)
+			}
+			if tt.wantCap != 0 && (len(lim) != 1 || lim[tt.wantCap] != 2*100000*uint64(os.Getpagesize())) {
+				t.Errorf("limits %v, want pid %d's at its mapped size", lim, tt.wantCap)
 			}
 		})
 	}
 }
+
+// While memory gets shorter, one more process's allocations fail each
+// failStep; once memory is plentiful again they get their limits back.
+func TestFailThenRelease(t *testing.T) {
+	rss := map[int]int{40: 100, 41: 100000, 42: 5000}
+	lim := limits{41: 7 << 30}
+	var logs []string
+	g := New(Options{Kill: func(int) error { t.Fatal("killed"); return nil }, LimitAS: lim.set,
+		Logger: slog.New(slog.NewTextHandler(writerFunc(func(b []byte) { logs = append(logs, string(b)) }), nil))})
+	step := func(freeKB int) {
+		t.Helper()
+		g.o.Proc = fakeProc(t, 512<<10, freeKB, 0, rss)
+		g.Check()
+	}
+	step(60 << 10)
+	step(59 << 10) // not failStep shorter: nobody else
+	if _, ok := lim[42]; ok || len(g.capped) != 1 {
+		t.Fatalf("after 1 MiB less: capped %v", g.capped)
+	}
+	step(55 << 10)
+	if _, ok := lim[42]; !ok {
+		t.Fatalf("4 MiB shorter still, the next largest keeps its limit: %v", lim)
+	}
+	step(100 << 10) // better, not plenty: limits stay
+	if len(g.capped) != 2 {
+		t.Fatalf("limits given back too early: %v", g.capped)
+	}
+	step(200 << 10)
+	if len(g.capped) != 0 || lim[41] != 7<<30 || lim[42] != ^uint64(0) {
+		t.Errorf("after memory came back: capped %v, limits %v", g.capped, lim)
+	}
+	if len(logs) != 2 || !strings.Contains(logs[0], "allocations of process fail") || !strings.Contains(logs[0], "pid=41") {
+		t.Errorf("logs %q", logs)
+	}
+}
+
+type writerFunc func([]byte)
+
+func (f writerFunc) Write(b []byte) (int, error) { f(b); return len(b), nil }

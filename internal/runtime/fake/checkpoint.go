@@ -105,6 +105,11 @@ func (r *Runtime) restore(spec runtime.Spec, imageDir string, allowed func(old *
 		return runtime.Info{}, fmt.Errorf("restore with rootfs %q, checkpoint has %q: %w",
 			spec.RootFS, img.spec.RootFS, errdefs.ErrInvalidArgument)
 	}
+	// As runsc does: the writable filesystem's size is the checkpoint's.
+	if img.spec.Resources.DiskMB != spec.Resources.DiskMB {
+		return runtime.Info{}, fmt.Errorf("restore with a disk of %d MiB, checkpoint has %d: %w",
+			spec.Resources.DiskMB, img.spec.Resources.DiskMB, errdefs.ErrInvalidArgument)
+	}
 	old, ok = r.sandboxes[spec.ID]
 	if err := allowed(old, ok); err != nil {
 		return runtime.Info{}, err

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/forkbox/forkbox/internal/cleanup"
@@ -58,6 +59,7 @@ type Runtime struct {
 	log     *slog.Logger
 	standby *standby
 	bg      sync.WaitGroup // background removals of replaced containers
+	nextCPU atomic.Uint64  // the host CPU pinCPUs gives next
 }
 
 var (
@@ -235,7 +237,7 @@ func (r *Runtime) writeBundle(spec runtime.Spec, h handle, dir string) error {
 	if !ok {
 		return fmt.Errorf("network of %s: %w", h.cid(), errdefs.ErrNotFound)
 	}
-	oci := buildSpec(spec, h.Resources, lease, r.cgroupsPath(h.cid()))
+	oci := buildSpec(spec, h.Resources, lease, r.cgroupsPath(h.cid()), r.pinCPUs(h.Resources))
 	if err := writeJSON(filepath.Join(dir, "config.json"), oci); err != nil {
 		return err
 	}

@@ -134,3 +134,66 @@ func checkSees(t *testing.T, r *Runtime, id string, memMB, diskMB int) {
 		t.Errorf("df -m of / and /tmp: %q, want %q", out, want)
 	}
 }
+
+// /tmp is the sized root overlay's: files there and in / share DiskMB,
+// and a filesystem-only save keeps them for the boot from it.
+func TestTmpIsTheDisk(t *testing.T) {
+	r := newRuntime(t).(*Runtime)
+	ctx := context.Background()
+	spec := testSpec(runtimetest.NewID(), false)
+	spec.Args = []string{"python3", "-c", shServer, strconv.Itoa(testPort)}
+	spec.Resources = runtime.Resources{CPUCount: 2, MemoryMB: 256, PidsMax: 100, DiskMB: 100}
+	startSandbox(t, r, spec)
+	out := sh(t, r, spec.ID, "mkdir /tmp/d && echo kept > /tmp/d/f && dd if=/dev/zero of=/fill bs=1M count=60 2>/dev/null && "+
+		"dd if=/dev/zero of=/tmp/fill bs=1M count=60; rm -f /fill /tmp/fill")
+	if !strings.Contains(out, "No space left on device") {
+		t.Errorf("60 MiB to / and 60 MiB to /tmp of a 100 MiB disk: %q, want ENOSPC", out)
+	}
+	if err := r.Freeze(ctx, spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	files := t.TempDir()
+	if err := r.SaveFilesystem(ctx, spec.ID, files); err != nil {
+		t.Fatal(err)
+	}
+	booted := spec
+	booted.ID = runtimetest.NewID()
+	if _, err := r.CreateFromFilesystem(ctx, booted, files); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Delete(ctx, booted.ID) })
+	waitAnswer(t, r, booted.ID)
+	if out := sh(t, r, booted.ID, "cat /tmp/d/f; df -m --output=size /tmp | tail -1"); !strings.HasPrefix(out, "kept\n") || !strings.Contains(out, " 100\n") {
+		t.Errorf("booted from the saved files: %q, want /tmp/d/f kept and a 100 MiB /tmp", out)
+	}
+}
+
+// A 1-CPU sandbox has one CPU, and every way of asking says so; a restore
+// of it keeps the count.
+func TestOneCPU(t *testing.T) {
+	r := newRuntime(t).(*Runtime)
+	ctx := context.Background()
+	spec := testSpec(runtimetest.NewID(), false)
+	spec.Args = []string{"python3", "-c", shServer, strconv.Itoa(testPort)}
+	spec.Resources = runtime.Resources{CPUCount: 1, MemoryMB: 256, PidsMax: 100, DiskMB: 100}
+	startSandbox(t, r, spec)
+	const see = "nproc; python3 -c 'import os; print(os.cpu_count())'; grep -c ^processor /proc/cpuinfo; cat /sys/devices/system/cpu/online"
+	want := "1\n1\n1\n0-0\nrc=0"
+	if out := sh(t, r, spec.ID, see); out != want {
+		t.Errorf("CPUs seen: %q, want %q", out, want)
+	}
+	img := t.TempDir()
+	if err := r.Checkpoint(ctx, spec.ID, img, runtime.CheckpointOptions{LeaveRunning: true}); err != nil {
+		t.Fatal(err)
+	}
+	clone := spec
+	clone.ID = runtimetest.NewID()
+	if _, err := r.Restore(ctx, clone, img); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Delete(ctx, clone.ID) })
+	waitAnswer(t, r, clone.ID)
+	if out := sh(t, r, clone.ID, see); out != want {
+		t.Errorf("CPUs seen after a restore: %q, want %q", out, want)
+	}
+}

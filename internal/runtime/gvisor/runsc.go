@@ -21,9 +21,10 @@ const Platform = "systrap"
 // Flags names the global runsc flags images are written with: a template
 // image is only reused by a runtime with the same flags.
 // "sized-fs" marks the per-sandbox file sizes of limits.go: images made
-// before them have other mounts, which a restore refuses; "-2": /tmp is
-// sized tmpfs only where the template's /tmp is empty (e47eb67).
-const Flags = "systrap,sandbox,overlay2=root:memory,allow-suid,sized-fs-2"
+// before them have other mounts, which a restore refuses; "-3": /tmp is
+// the root overlay's (x11Mount), the agent holds CAP_SYS_RESOURCE and a
+// 1-CPU sandbox's image has one CPU.
+const Flags = "systrap,sandbox,overlay2=root:memory,allow-suid,sized-fs-3"
 
 // globalArgs are the runsc flags every invocation shares. They must be the
 // same for every command on a container (runsc reads its state with them).

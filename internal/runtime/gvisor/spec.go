@@ -25,11 +25,16 @@ const (
 )
 
 // defaultCaps are the capabilities of the first process: Docker's default
-// set, so the agent can run as root inside the sandbox's own kernel.
+// set, so the agent can run as root inside the sandbox's own kernel, and
+// CAP_SYS_RESOURCE, with which the agent's out-of-memory guard lowers the
+// address-space limit of any user's process (oomguard). The agent drops
+// it from its bounding set at once, so nothing it starts has it: a root
+// process with it would escape RLIMIT_NPROC.
 var defaultCaps = []string{
 	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",
 	"CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP",
 	"CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE",
+	"CAP_SYS_RESOURCE",
 }
 
 // withDefaults fills zero resources from def.
@@ -51,9 +56,9 @@ func withDefaults(r, def runtime.Resources) runtime.Resources {
 // with headroom for the sentry; half a MiB per task, what the host pays
 // for each guest process beyond its memory (its systrap stub: 1023 `sleep`s
 // took 572 MiB on the host and 145 MiB inside); and its files, which the
-// memory-backed overlay keeps in memory too (/ and /tmp, DiskMB each).
+// memory-backed overlay keeps in memory too (/ with /tmp: DiskMB).
 func memoryLimit(res runtime.Resources) int64 {
-	return int64(res.MemoryMB+res.MemoryMB/4+memoryHeadroomMiB+res.PidsMax/2+2*res.DiskMB) * mib
+	return int64(res.MemoryMB+res.MemoryMB/4+memoryHeadroomMiB+res.PidsMax/2+res.DiskMB) * mib
 }
 
 // hostPidsLimit is the host pids cgroup limit for a sandbox of res: every
@@ -63,10 +68,11 @@ func hostPidsLimit(res runtime.Resources) int64 {
 	return int64(res.PidsMax*3 + pidsHeadroom)
 }
 
-// buildSpec returns the OCI spec of a sandbox. Create and Restore build it
-// the same way from the same inputs, so the mounts of a restore equal the
-// checkpoint's (trap 9).
-func buildSpec(s runtime.Spec, res runtime.Resources, lease netns.Lease, cgroupsPath string) *specs.Spec {
+// buildSpec returns the OCI spec of a sandbox; cpus is its cpuset ("" for
+// all CPUs, see pinCPUs). Create and Restore build it the same way from
+// the same inputs, so the mounts of a restore equal the checkpoint's (trap
+// 9); the cpuset is a resource, which a restore may change.
+func buildSpec(s runtime.Spec, res runtime.Resources, lease netns.Lease, cgroupsPath, cpus string) *specs.Spec {
 	env := s.Env
 	if !hasEnv(env, "PATH") {
 		env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, env...)
@@ -98,12 +104,12 @@ func buildSpec(s runtime.Spec, res runtime.Resources, lease netns.Lease, cgroups
 		Root:        &specs.Root{Path: s.RootFS, Readonly: false},
 		Hostname:    s.Hostname,
 		Annotations: rootfsAnnotations(s.RootFS, res),
-		Mounts:      append(mounts(s.RootFS, res), binds(s.Mounts)...),
+		Mounts:      append(mounts(s.RootFS), binds(s.Mounts)...),
 		Linux: &specs.Linux{
 			CgroupsPath: cgroupsPath,
 			Resources: &specs.LinuxResources{
 				Memory: &specs.LinuxMemory{Limit: &memLimit},
-				CPU:    &specs.LinuxCPU{Quota: &quota, Period: &period},
+				CPU:    &specs.LinuxCPU{Quota: &quota, Period: &period, Cpus: cpus},
 				Pids:   &specs.LinuxPids{Limit: pids},
 			},
 			Namespaces: []specs.LinuxNamespace{
@@ -118,24 +124,33 @@ func buildSpec(s runtime.Spec, res runtime.Resources, lease netns.Lease, cgroups
 }
 
 // mounts returns the sandbox-internal mounts whose mount points exist in
-// rootfs. A missing mount point would be created by the gofer in the shared
-// host rootfs (trap 3), so it is skipped instead.
-func mounts(rootfs string, res runtime.Resources) []specs.Mount {
+// rootfs, and x11Mount below an existing /tmp: the sentry makes that mount
+// point in the root overlay's memory. A missing mount point of a host
+// directory would be created by the gofer in the shared host rootfs (trap
+// 3); the others are skipped too, so every sandbox of a rootfs has the
+// same mounts.
+func mounts(rootfs string) []specs.Mount {
 	all := []specs.Mount{
 		{Destination: "/proc", Type: "proc", Source: "proc"},
 		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs"},
 		{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", "ro"}},
 	}
-	if m, ok := tmpMount(rootfs, res); ok {
-		all = append(all, m)
-	}
 	var out []specs.Mount
 	for _, m := range all {
-		if fi, err := os.Stat(filepath.Join(rootfs, m.Destination)); err == nil && fi.IsDir() {
+		if isDir(filepath.Join(rootfs, m.Destination)) {
 			out = append(out, m)
 		}
 	}
+	if m, ok := x11Mount(rootfs); ok && isDir(filepath.Join(rootfs, "tmp")) {
+		out = append(out, m)
+	}
 	return out
+}
+
+// isDir reports whether path is a directory (following symlinks).
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // binds are the spec's bind mounts of host directories (read-write).

@@ -2,9 +2,11 @@ package gvisor
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -25,15 +27,19 @@ func TestBuildSpec(t *testing.T) {
 		wantHost   int64 // MiB, raiseMemoryLimit's
 	}{
 		{"full rootfs", []string{"proc", "dev", "sys", "tmp"}, runtime.Resources{CPUCount: 2, MemoryMB: 512, PidsMax: 100},
-			[]string{"/proc", "/dev", "/sys"}, 512, 200000, 556, 512 + 128 + 128 + 50},
+			[]string{"/proc", "/dev", "/sys", x11Dir}, 512, 200000, 556, 512 + 128 + 128 + 50},
 		{"missing mount points are skipped", []string{"proc"}, runtime.Resources{CPUCount: 1, MemoryMB: 64, PidsMax: 10, DiskMB: 100},
-			[]string{"/proc"}, 64, 100000, 286, 64 + 16 + 128 + 5 + 200},
-		{"sized /tmp", []string{"tmp"}, runtime.Resources{CPUCount: 1, MemoryMB: 64, PidsMax: 10, DiskMB: 100},
-			[]string{"/tmp"}, 64, 100000, 286, 64 + 16 + 128 + 5 + 200},
-		// A template whose build wrote into /tmp keeps those files: its /tmp
-		// is the (sized) root overlay's, not a tmpfs over them.
-		{"/tmp with files is not covered", []string{"tmp", "tmp/builder"}, runtime.Resources{CPUCount: 1, MemoryMB: 64, PidsMax: 10, DiskMB: 100},
-			nil, 64, 100000, 286, 64 + 16 + 128 + 5 + 200},
+			[]string{"/proc"}, 64, 100000, 286, 64 + 16 + 128 + 5 + 100},
+		// /tmp is the sized root overlay's: the mount below it keeps
+		// runsc's own tmpfs off it, whether it is empty or not.
+		{"/tmp in the root overlay", []string{"tmp"}, runtime.Resources{CPUCount: 1, MemoryMB: 64, PidsMax: 10, DiskMB: 100},
+			[]string{x11Dir}, 64, 100000, 286, 64 + 16 + 128 + 5 + 100},
+		{"/tmp with files", []string{"tmp", "tmp/builder"}, runtime.Resources{CPUCount: 1, MemoryMB: 64, PidsMax: 10, DiskMB: 100},
+			[]string{x11Dir}, 64, 100000, 286, 64 + 16 + 128 + 5 + 100},
+		// Something of the rootfs's own there: it is not hidden (and /tmp
+		// is not empty).
+		{"X11 directory with files", []string{"tmp", "tmp/.X11-unix", "tmp/.X11-unix/X0"}, runtime.Resources{CPUCount: 2, MemoryMB: 64, PidsMax: 10},
+			nil, 64, 200000, 286, 64 + 16 + 128 + 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -44,7 +50,7 @@ func TestBuildSpec(t *testing.T) {
 				}
 			}
 			lease := netns.Lease{NSPath: "/var/run/netns/x"}
-			s := buildSpec(runtime.Spec{ID: "x", RootFS: root, Args: []string{"a"}, Env: []string{"A=1"}}, tt.res, lease, "/p/x")
+			s := buildSpec(runtime.Spec{ID: "x", RootFS: root, Args: []string{"a"}, Env: []string{"A=1"}}, tt.res, lease, "/p/x", "")
 			var got []string
 			for _, m := range s.Mounts {
 				got = append(got, m.Destination)
@@ -87,8 +93,53 @@ func checkSized(t *testing.T, s *specs.Spec, res runtime.Resources) {
 		t.Errorf("rootfs options = %q, want %q", got, want)
 	}
 	for _, m := range s.Mounts {
-		if m.Destination == "/tmp" && !slices.Contains(m.Options, want) {
-			t.Errorf("/tmp options %v, want %q", m.Options, want)
+		if m.Destination == "/tmp" {
+			t.Errorf("a /tmp mount %+v: /tmp is the root overlay's", m)
 		}
+	}
+}
+
+// A 1-CPU sandbox is pinned to one host CPU, taken in turn among those
+// sandboxes' cgroups may use (filled in above them first, as the kernel
+// requires of a child naming CPUs); others run on all.
+func TestPinCPUs(t *testing.T) {
+	parent := "forkbox-test-pin"
+	dir := filepath.Join(cgroupRoot, "cpuset", parent)
+	t.Cleanup(func() { os.Remove(dir) })
+	r := &Runtime{cfg: Config{CgroupParent: parent}, log: slog.Default()}
+	root, err := os.ReadFile(filepath.Join(cgroupRoot, "cpuset", "cpuset.cpus"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpus, err := parseCPUList(strings.TrimSpace(string(root)))
+	if err != nil || len(cpus) == 0 {
+		t.Fatalf("host cpus %q: %v", root, err)
+	}
+	for i := range 2 * len(cpus) {
+		if got, want := r.pinCPUs(runtime.Resources{CPUCount: 1}), fmt.Sprint(cpus[i%len(cpus)]); got != want {
+			t.Errorf("pin %d = %q, want %q", i, got, want)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "cpuset.cpus")); strings.TrimSpace(string(b)) != strings.TrimSpace(string(root)) {
+		t.Errorf("the parent's cpuset.cpus is %q, want the root's %q", b, root)
+	}
+	if got := r.pinCPUs(runtime.Resources{CPUCount: 2}); got != "" {
+		t.Errorf("a 2-CPU sandbox is pinned to %q", got)
+	}
+	s := buildSpec(runtime.Spec{ID: "x", RootFS: t.TempDir(), Args: []string{"a"}}, runtime.Resources{CPUCount: 1, MemoryMB: 64, PidsMax: 10},
+		netns.Lease{}, "/p/x", "1")
+	if s.Linux.Resources.CPU.Cpus != "1" {
+		t.Errorf("cpuset %q, want 1", s.Linux.Resources.CPU.Cpus)
+	}
+}
+
+func TestParseCPUList(t *testing.T) {
+	for in, want := range map[string][]int{"0": {0}, "0-1": {0, 1}, "0-2,7,9-10": {0, 1, 2, 7, 9, 10}} {
+		if got, err := parseCPUList(in); err != nil || !slices.Equal(got, want) {
+			t.Errorf("parseCPUList(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	if _, err := parseCPUList("x"); err == nil {
+		t.Error("parseCPUList(x) succeeded")
 	}
 }

@@ -275,7 +275,7 @@ func (s *standby) create(ctx context.Context, spec runtime.Spec, cid string) (bo
 		return box, err
 	}
 	spec.ID = box.cid
-	oci := buildSpec(spec, box.res, box.lease, r.cgroupsPath(box.cid))
+	oci := buildSpec(spec, box.res, box.lease, r.cgroupsPath(box.cid), r.pinCPUs(box.res))
 	// Made while other sandboxes run, it yields the CPU to them; adopt
 	// gives it its share back.
 	shares := uint64(standbyCPUShares)
