@@ -7,7 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/forkbox/forkbox/internal/sandbox"
 )
 
 // imageKey names a template image by everything it depends on: the rootfs
@@ -36,17 +39,31 @@ func imageKey(version string, files ...string) (string, error) {
 // under it, so only images nobody has rebuilt or touched for a day go.
 const staleAfter = 24 * time.Hour
 
-// removeStaleImages deletes template images other than keep that have not
+// removeStaleImages deletes template images other than keep and its
+// shaped images (keep-c<cpus>-d<disk>, sandbox.shapeImage) that have not
 // been written for staleAfter: made by an older agent or runsc, they will
-// never be restored again.
+// never be restored again. The scratch directory of a warm whose daemon
+// died (kill -9 mid-boot) goes at once, whatever its age.
 func removeStaleImages(dir, keep string) {
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
 		p := filepath.Join(dir, e.Name())
+		if pid, ok := sandbox.ScratchOf(e.Name()); ok {
+			if !alive(pid) {
+				os.RemoveAll(p)
+			}
+			continue
+		}
 		info, err := e.Info()
-		if err != nil || !strings.HasPrefix(e.Name(), "image-") || p == keep || time.Since(info.ModTime()) < staleAfter {
+		if err != nil || !strings.HasPrefix(e.Name(), "image-") || p == keep || strings.HasPrefix(p, keep+"-c") ||
+			time.Since(info.ModTime()) < staleAfter {
 			continue
 		}
 		os.RemoveAll(p)
 	}
+}
+
+// alive reports whether process pid exists.
+func alive(pid int) bool {
+	return syscall.Kill(pid, 0) != syscall.ESRCH
 }

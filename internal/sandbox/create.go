@@ -35,11 +35,11 @@ type CreateRequest struct {
 	Network  *netpolicy.Rules
 	Metadata map[string]string
 	EnvVars  map[string]string
-	// CPUCount and MemoryMB override the template's limits when > 0.
-	CPUCount int
-	MemoryMB int
-	// DiskSizeMB is the writable filesystem's size asked for (checked
-	// against Config.Limits; the template's size is what a sandbox gets).
+	// CPUCount, MemoryMB and DiskSizeMB (the writable filesystem's size)
+	// override the template's when > 0, within Config.Limits. A snapshot's
+	// or user template's disk size and CPU count are its image's (shape.go).
+	CPUCount   int
+	MemoryMB   int
 	DiskSizeMB int
 }
 
@@ -64,8 +64,8 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (_ *Sandbox, er
 	if err := m.admit(1); err != nil {
 		return nil, err // before a pooled sandbox is taken
 	}
-	rec := m.newRecord(req, tpl, ttl)
-	if err := m.recordNetwork(&rec, req, tpl); err != nil {
+	rec, shaped, err := m.createRecord(req, tpl, ttl)
+	if err != nil {
 		return nil, err
 	}
 	pooled := ""
@@ -81,9 +81,12 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (_ *Sandbox, er
 		}
 		return nil, err
 	}
-	if pooled != "" {
+	switch {
+	case pooled != "":
 		err = m.adoptPooled(ctx, o)
-	} else {
+	case shaped:
+		err = m.bootShaped(ctx, o, tpl)
+	default:
 		err = m.boot(ctx, o, tpl)
 	}
 	if err != nil {
@@ -99,6 +102,17 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (_ *Sandbox, er
 	m.log.Info("sandbox created", "sandbox", rec.ID, "template", tpl.ID)
 	m.usedTemplate(ctx, tpl)
 	return m.Get(ctx, rec.ID)
+}
+
+// createRecord is the record of a sandbox req creates from tpl, and
+// whether it needs an image of its own shape (shape.go).
+func (m *Manager) createRecord(req CreateRequest, tpl *store.Template, ttl time.Duration) (store.Sandbox, bool, error) {
+	rec := m.newRecord(req, tpl, ttl)
+	shaped, err := shapeOf(rec, tpl)
+	if err != nil {
+		return rec, false, err
+	}
+	return rec, shaped, m.recordNetwork(&rec, req, tpl)
 }
 
 // boot creates o's sandbox in the runtime — a cold boot of a template, or a
@@ -126,6 +140,17 @@ func (m *Manager) boot(ctx context.Context, o *op, tpl *store.Template) error {
 	}
 	o.undo.Add("delete created sandbox", func(ctx context.Context) error { return m.rt.Delete(ctx, spec.ID) })
 	return m.initAgent(ctx, &rec, "")
+}
+
+// bootShaped restores o's sandbox from the image of warmed template tpl
+// with o's CPU count and disk size, made first if need be.
+func (m *Manager) bootShaped(ctx context.Context, o *op, tpl *store.Template) error {
+	rec := o.e.rec
+	dir, err := m.shapeImage(ctx, tpl, rec.CPUCount, rec.DiskSizeMB)
+	if err != nil {
+		return err
+	}
+	return m.restore(ctx, &o.undo, rec, dir, "")
 }
 
 // adoptPooled initialises the agent of a sandbox taken from the pool; the

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/eventlog"
 	"github.com/forkbox/forkbox/internal/images"
@@ -113,6 +115,9 @@ type Manager struct {
 
 	// exits waits on running sandboxes' supervisors (exits.go).
 	exits exitWatch
+
+	// shapes makes each shaped template image once (shape.go).
+	shapes singleflight.Group
 }
 
 // records is what the Manager needs of the store (a *store.Store); tests

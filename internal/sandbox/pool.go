@@ -45,10 +45,11 @@ type pool struct {
 type pooled struct{ id, image string }
 
 // poolable reports whether req may be served from the pool: the pooled
-// sandboxes were restored with the template's limits and internet access.
+// sandboxes were restored with the template's limits, disk size and
+// internet access.
 func poolable(req CreateRequest, tpl *store.Template) bool {
 	return tpl.Kind == store.KindTemplate && tpl.ImageDir != "" && !isFilesystemImage(tpl.ImageDir) &&
-		req.CPUCount == 0 && req.MemoryMB == 0 &&
+		req.CPUCount == 0 && req.MemoryMB == 0 && (req.DiskSizeMB == 0 || req.DiskSizeMB == tpl.DiskSizeMB) &&
 		(req.AllowInternet == nil || *req.AllowInternet) && req.Network == nil
 }
 

@@ -60,6 +60,9 @@ func (m *Manager) newRecord(req CreateRequest, tpl *store.Template, ttl time.Dur
 	if req.MemoryMB > 0 {
 		rec.MemoryMB = req.MemoryMB
 	}
+	if req.DiskSizeMB > 0 {
+		rec.DiskSizeMB = req.DiskSizeMB
+	}
 	if req.Secure {
 		rec.EnvdAccessToken, rec.TrafficAccessToken = newToken(), newToken()
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/forkbox/forkbox/internal/cleanup"
@@ -20,7 +22,7 @@ import (
 // image depends on: rootfs, agent and runsc versions).
 func (m *Manager) WarmTemplate(ctx context.Context, tpl *store.Template, imageDir string) error {
 	if imageExists(imageDir) {
-		tpl.ImageDir = imageDir
+		tpl.ImageDir, tpl.Warmed = imageDir, true
 		return nil
 	}
 	if _, err := m.checkpointer(); err != nil {
@@ -28,8 +30,9 @@ func (m *Manager) WarmTemplate(ctx context.Context, tpl *store.Template, imageDi
 	}
 	id := newID()
 	// A private scratch name: two daemons sharing the template directory may
-	// warm the same template at once; the first rename wins.
-	tmp := imageDir + ".tmp-" + id
+	// warm the same template at once; the first rename wins. The pid in it
+	// lets a daemon remove the scratch of one killed mid-warm (ScratchOf).
+	tmp := fmt.Sprintf("%s%s%d-%s", imageDir, scratchInfix, os.Getpid(), id)
 	rec := store.Sandbox{ID: id, RootFS: tpl.RootFS, AgentArgs: tpl.AgentArgs, CPUCount: tpl.CPUCount, MemoryMB: tpl.MemoryMB, DiskSizeMB: tpl.DiskSizeMB, AllowInternet: true}
 	if _, err := m.rt.Create(ctx, m.spec(&rec)); err != nil {
 		return fmt.Errorf("boot template %s: %w", tpl.ID, err)
@@ -51,9 +54,28 @@ func (m *Manager) WarmTemplate(ctx context.Context, tpl *store.Template, imageDi
 	if err := os.Rename(tmp, imageDir); err != nil && !imageExists(imageDir) {
 		return err
 	}
-	tpl.ImageDir = imageDir
+	tpl.ImageDir, tpl.Warmed = imageDir, true
 	m.log.Info("template image ready", "template", tpl.ID, "image", imageDir)
 	return nil
+}
+
+// scratchInfix separates a template image's directory name from its
+// scratch suffix, "<pid>-<sandbox id>".
+const scratchInfix = ".tmp-"
+
+// ScratchOf returns the pid of the process warming into scratch directory
+// name (a template image's, with WarmTemplate's suffix).
+func ScratchOf(name string) (pid int, ok bool) {
+	_, rest, ok := strings.Cut(name, scratchInfix)
+	if !ok {
+		return 0, false
+	}
+	p, _, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(p)
+	return pid, err == nil && pid > 0
 }
 
 // waitHealthy polls GET /health on port until it answers.

@@ -27,7 +27,8 @@ type Template struct {
 	RootFS   string `json:"rootfs"`
 	CPUCount int    `json:"cpuCount"`
 	MemoryMB int    `json:"memoryMB"`
-	// DiskSizeMB is reported to clients; the overlay lives in memory.
+	// DiskSizeMB is the size of its sandboxes' writable filesystem (in
+	// memory), which its image was made with.
 	DiskSizeMB int `json:"diskSizeMB"`
 	// ImageDir holds a checkpoint image to restore from ("" for a cold boot).
 	ImageDir string `json:"imageDir,omitempty"`
@@ -43,6 +44,10 @@ type Template struct {
 	// ReadyPorts are the ports whose GET /health must answer (besides the
 	// agent's) before the template's image is taken.
 	ReadyPorts []int `json:"readyPorts,omitempty"`
+	// Warmed: the image is a booted agent with nothing else started (the
+	// Manager's WarmTemplate made it), so booting the template again makes
+	// an image of another shape (sandbox.shapeImage).
+	Warmed bool `json:"warmed,omitempty"`
 	// AgentArgs, when set, replace the daemon's default first process.
 	AgentArgs []string `json:"agentArgs,omitempty"`
 	// Version changes whenever the template's content is rebuilt.

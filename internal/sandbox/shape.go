@@ -1,0 +1,71 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/store"
+)
+
+// A restore keeps what its image was made with: the writable filesystem's
+// size and the CPU count the sandbox's kernel reports (gVisor saves both
+// in the kernel's state, and runsc refuses a restore whose rootfs size
+// differs). So a create asking for another disk size or CPU count than its
+// template's image has needs an image made with them: for a template the
+// daemon warmed itself (a booted agent, nothing started: store.Template's
+// Warmed) that is one more warm boot at that shape, made once and kept
+// beside the template's image; a user template's image holds what its
+// start command started and a snapshot's a sandbox's state, which no boot
+// can make again, so their size is theirs.
+
+// shapeOf reports whether rec, created from tpl, needs an image of its own
+// shape rather than tpl's: ErrInvalidArgument when it does and none can be
+// made. Fewer CPUs than the image has need none: the agent narrows what
+// the sandbox's processes may use (and nproc) to them.
+func shapeOf(rec store.Sandbox, tpl *store.Template) (bool, error) {
+	disk := rec.DiskSizeMB != tpl.DiskSizeMB
+	cpus := rec.CPUCount != tpl.CPUCount
+	if !disk && !cpus {
+		return false, nil
+	}
+	if tpl.Kind == store.KindTemplate && tpl.ImageDir == "" {
+		return false, nil // every create of it boots, with its own shape
+	}
+	if tpl.Warmed {
+		return true, nil
+	}
+	what := "template " + tpl.ID + "'s image"
+	if tpl.Kind == store.KindSnapshot {
+		what = "snapshot " + tpl.ID
+	}
+	if disk {
+		return false, fmt.Errorf("diskSizeMB %d: the disk size of sandboxes of %s is %d MiB (a restore keeps its image's): %w",
+			rec.DiskSizeMB, what, tpl.DiskSizeMB, errdefs.ErrInvalidArgument)
+	}
+	if rec.CPUCount > tpl.CPUCount {
+		return false, fmt.Errorf("cpuCount %d: sandboxes of %s have at most %d CPUs (a restore keeps its image's): %w",
+			rec.CPUCount, what, tpl.CPUCount, errdefs.ErrInvalidArgument)
+	}
+	return false, nil
+}
+
+// shapeImage returns the image of warmed template tpl made with cpus CPUs
+// and a disk of diskMB, booting and checkpointing one the first time it is
+// asked for (concurrent asks share that boot).
+func (m *Manager) shapeImage(ctx context.Context, tpl *store.Template, cpus, diskMB int) (string, error) {
+	dir := fmt.Sprintf("%s-c%d-d%d", tpl.ImageDir, cpus, diskMB)
+	if imageExists(dir) {
+		return dir, nil
+	}
+	_, err, _ := m.shapes.Do(dir, func() (any, error) {
+		shaped := *tpl
+		shaped.CPUCount, shaped.DiskSizeMB = cpus, diskMB
+		// Not cut short by the request: the image serves every later one.
+		return nil, m.WarmTemplate(context.WithoutCancel(ctx), &shaped, dir)
+	})
+	if err != nil {
+		return "", fmt.Errorf("image of template %s with %d CPUs and %d MiB of disk: %w", tpl.ID, cpus, diskMB, err)
+	}
+	return dir, nil
+}
