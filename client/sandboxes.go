@@ -93,11 +93,12 @@ type CreateOptions struct {
 	// Network are the egress rules (see NetworkRules); nil states none (a
 	// snapshot's are then inherited).
 	Network *NetworkRules
-	// CPUCount and MemoryMB size the sandbox (forkbox extensions); the
-	// server refuses sizes beyond its per-sandbox limits.
-	CPUCount int
-	MemoryMB int
-	// DiskSizeMB is checked against the server's per-sandbox disk limit.
+	// CPUCount, MemoryMB and DiskSizeMB (the writable filesystem, / and
+	// /tmp) size the sandbox (forkbox extensions); the server refuses sizes
+	// beyond its per-sandbox limits, and another disk size or more CPUs
+	// than a snapshot's or a user template's image has.
+	CPUCount   int
+	MemoryMB   int
 	DiskSizeMB int
 }
 

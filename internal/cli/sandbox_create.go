@@ -73,5 +73,5 @@ a sandbox created from a snapshot continues from exactly that state.`,
 func sizeFlags(f *pflag.FlagSet, o *client.CreateOptions) {
 	f.IntVar(&o.CPUCount, "cpu", 0, "number of vCPUs (0: server default)")
 	f.IntVar(&o.MemoryMB, "memory", 0, "memory in MiB (0: server default)")
-	f.IntVar(&o.DiskSizeMB, "disk", 0, "disk in MiB, checked against the server's limit (0: the template's)")
+	f.IntVar(&o.DiskSizeMB, "disk", 0, "size of / and /tmp in MiB (0: the template's; a snapshot's is its own)")
 }

@@ -48,6 +48,7 @@ func (r *run) account(n int) {
 		r.t.Errorf("after round %d, daemon stopped: %s", n, p)
 	}
 	r.d.Restart()
+	r.checkTemplates(fmt.Sprintf("after round %d, daemon restarted", n))
 	r.connect()
 	after := r.list(ctx)
 	if fmt.Sprint(before.running, before.paused, before.snapshots) != fmt.Sprint(after.running, after.paused, after.snapshots) {

@@ -44,12 +44,17 @@ func (r *run) pick(live []client.SandboxInfo, snaps []client.SnapshotInfo) op {
 
 // createOp creates a sandbox of the base template; one in three lives a
 // second or two (a TTL expiry races the round's other operations), and half
-// of those pause instead of dying.
+// of those pause instead of dying. One in four asks for another disk size:
+// its first create boots and captures an image of that shape, which a kill
+// -9 may interrupt (template.go accounts for it).
 func (r *run) createOp() op {
 	o := client.CreateOptions{TemplateID: "base", Timeout: 10 * time.Minute}
 	if r.rng.IntN(3) == 0 {
 		o.Timeout = time.Duration(1+r.rng.IntN(2)) * time.Second
 		o.AutoPause = r.rng.IntN(2) == 0
+	}
+	if r.rng.IntN(4) == 0 {
+		o.DiskSizeMB = shapedDisks[r.rng.IntN(len(shapedDisks))]
 	}
 	return op{"create", func(ctx context.Context, c *client.Client) error {
 		_, err := c.CreateSandbox(ctx, o)

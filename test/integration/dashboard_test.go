@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/forkbox/forkbox/client"
+	"github.com/forkbox/forkbox/internal/daemon/daemontest"
 )
 
 // TestDashboardInBrowser drives the dashboard in Debian's chromium (headless,
@@ -23,25 +24,10 @@ import (
 // -outputdir; scripts/test-artifacts.sh lists it and fails the run without
 // it). Chromium missing is a failure: `make deps` installs it.
 func TestDashboardInBrowser(t *testing.T) {
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatalf("chromium not on PATH — run `make deps` (scripts/deps.sh installs Debian's chromium): %v", err)
-	}
 	ctx := daemontestContext(t)
 	d, c := start(t)
 	src := create(t, ctx, c, client.CreateOptions{})
-
-	bctx := browser(t, ctx, chromium)
-	row := `tr[data-id="` + src.SandboxID + `"]`
-	if err := chromedp.Do(bctx,
-		chromedp.Navigate(d.URL+"/dashboard/"),
-		chromedp.WaitVisible(chromedp.CSS("#key-input")),
-		chromedp.SendKeys(chromedp.CSS("#key-input"), d.APIKey),
-		chromedp.Click(chromedp.CSS("#login-form button")), // Submit would bypass the form's submit handler
-		chromedp.WaitVisible(chromedp.CSS(row)),
-	); err != nil {
-		t.Fatalf("log in and see sandbox %s listed: %v", src.SandboxID, err)
-	}
+	bctx, row := openDashboard(t, ctx, d, src.SandboxID)
 
 	forks, err := c.Fork(ctx, src.SandboxID, 1, time.Minute)
 	if err != nil || len(forks) != 1 || forks[0].Sandbox == nil {
@@ -78,6 +64,29 @@ func TestDashboardInBrowser(t *testing.T) {
 
 // The browser window's size, which the screenshot has.
 const windowWidth, windowHeight = 1400, 1000
+
+// openDashboard starts chromium, logs in to d's dashboard with its key and
+// waits until sandbox id is listed; it returns the browser and the CSS
+// selector of the sandbox's row. Chromium missing is a failure.
+func openDashboard(t *testing.T, ctx context.Context, d *daemontest.Daemon, id string) (context.Context, string) {
+	t.Helper()
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("chromium not on PATH — run `make deps` (scripts/deps.sh installs Debian's chromium): %v", err)
+	}
+	bctx := browser(t, ctx, chromium)
+	row := `tr[data-id="` + id + `"]`
+	if err := chromedp.Do(bctx,
+		chromedp.Navigate(d.URL+"/dashboard/"),
+		chromedp.WaitVisible(chromedp.CSS("#key-input")),
+		chromedp.SendKeys(chromedp.CSS("#key-input"), d.APIKey),
+		chromedp.Click(chromedp.CSS("#login-form button")), // Submit would bypass the form's submit handler
+		chromedp.WaitVisible(chromedp.CSS(row)),
+	); err != nil {
+		t.Fatalf("log in and see sandbox %s listed: %v", id, err)
+	}
+	return bctx, row
+}
 
 // browser starts a headless chromium for the test; it is closed at the
 // test's end.

@@ -16,7 +16,8 @@
 //
 // The sandbox lives on either way. Files do not count: the memory-backed
 // root overlay (meminfo's Shmem) is bounded by its own size, which the host
-// limit allows for, and failing or killing a process would not free it.
+// limit allows for, and failing or killing a process would not free it;
+// the guard counts only the processes' pages against MemTotal.
 package oomguard
 
 import (
@@ -125,7 +126,7 @@ func (g *Guard) Check() time.Duration {
 		reserve = max(m.total/32, 4<<20)
 	}
 	failAt := 2*reserve + failMargin
-	free := m.free + m.files // what processes may still take
+	free := m.free()
 	switch {
 	case free < reserve:
 		return g.kill(free, m.total)
@@ -197,42 +198,48 @@ func prlimitAS(pid int, limit uint64) (uint64, error) {
 	return cur.Cur, nil
 }
 
-// meminfo is what the guard reads of /proc/meminfo, in bytes.
+// meminfo is what the guard reads of gVisor's /proc/meminfo, in bytes:
+// MemTotal, and the processes' memory — their anonymous pages (AnonPages
+// counts tmpfs files too) and their file pages (Cached, tmpfs files too).
+// MemFree would not do: it also lacks the pages of files just deleted and
+// the sentry's own, which gVisor counts as System until it recycles them
+// (free for a process's next allocation): after `rm` of a 1 GiB file
+// MemFree stayed near 0 long enough for the guard to kill a bystander.
 type meminfo struct {
-	total, free, files uint64
+	total, processes uint64
 }
 
-// readMeminfo reads MemTotal, MemFree and Shmem (gVisor's tmpfs files).
+// free is the memory processes may still take.
+func (m meminfo) free() uint64 {
+	return m.total - min(m.processes, m.total)
+}
+
+// readMeminfo reads path's MemTotal, AnonPages, Cached and Shmem.
 func readMeminfo(path string) (meminfo, error) {
-	var m meminfo
 	f, err := os.Open(path)
 	if err != nil {
-		return m, err
+		return meminfo{}, err
 	}
 	defer f.Close()
+	v := map[string]uint64{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
+		k, val, ok := strings.Cut(sc.Text(), ":")
 		if !ok {
 			continue
 		}
-		n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		if err != nil {
-			continue
-		}
-		switch k {
-		case "MemTotal":
-			m.total = n << 10
-		case "MemFree":
-			m.free = n << 10
-		case "Shmem":
-			m.files = n << 10
+		n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(val), " kB"), 10, 64)
+		if err == nil {
+			v[k] = n << 10
 		}
 	}
-	if m.total == 0 {
-		return m, fmt.Errorf("%s: no MemTotal", path)
+	if v["MemTotal"] == 0 {
+		return meminfo{}, fmt.Errorf("%s: no MemTotal", path)
 	}
-	return m, sc.Err()
+	shm := v["Shmem"]
+	anon := v["AnonPages"] - min(shm, v["AnonPages"])
+	file := v["Cached"] - min(shm, v["Cached"])
+	return meminfo{total: v["MemTotal"], processes: anon + file}, sc.Err()
 }
 
 // proc is what the guard reads of a process.

@@ -11,13 +11,21 @@ import (
 	"time"
 )
 
-// fakeProc writes a procfs with meminfo and the given pids' statm
-// (resident pages) and comm.
+// fakeProc writes a procfs with gVisor's meminfo — of a sandbox where
+// processes may still take freeKB of totalKB and shmemKB are files —, with
+// systemKB more in use by the sentry or deleted files (MemFree lacks
+// them), and the given pids' statm (resident pages) and comm.
 func fakeProc(t *testing.T, totalKB, freeKB, shmemKB int, rss map[int]int) string {
+	return fakeProcSystem(t, totalKB, freeKB, shmemKB, 0, rss)
+}
+
+func fakeProcSystem(t *testing.T, totalKB, freeKB, shmemKB, systemKB int, rss map[int]int) string {
 	t.Helper()
 	dir := t.TempDir()
-	mi := fmt.Sprintf("MemTotal:       %d kB\nMemFree:        %d kB\nMemAvailable:   %d kB\nShmem:          %d kB\n",
-		totalKB, freeKB, freeKB, shmemKB)
+	anon := totalKB - freeKB - shmemKB
+	memFree := max(0, freeKB-systemKB)
+	mi := fmt.Sprintf("MemTotal:       %d kB\nMemFree:        %d kB\nMemAvailable:   %d kB\nCached:         %d kB\nAnonPages:      %d kB\nShmem:          %d kB\n",
+		totalKB, memFree, memFree, shmemKB, anon+shmemKB, shmemKB)
 	if err := os.WriteFile(filepath.Join(dir, "meminfo"), []byte(mi), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -30,6 +38,17 @@ func fakeProc(t *testing.T, totalKB, freeKB, shmemKB int, rss map[int]int) strin
 		os.WriteFile(filepath.Join(d, "comm"), []byte("p"+strconv.Itoa(pid)+"\n"), 0o644)
 	}
 	return dir
+}
+
+// Pages of deleted files the sentry has not recycled yet are free for the
+// processes, though MemFree lacks them: nobody is failed or killed.
+func TestDeletedFilesAreFree(t *testing.T) {
+	proc := fakeProcSystem(t, 512<<10, 400<<10, 0, 400<<10, map[int]int{41: 1000})
+	g := New(Options{Proc: proc, Kill: func(int) error { t.Fatal("killed"); return nil },
+		LimitAS: func(int, uint64) (uint64, error) { t.Fatal("failed"); return 0, nil }})
+	if got := g.Check(); got != slowEvery {
+		t.Errorf("Check = %v, want %v", got, slowEvery)
+	}
 }
 
 // limits records the guard's RLIMIT_AS changes.

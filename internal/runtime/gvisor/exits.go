@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -109,11 +110,40 @@ func (r *Runtime) classifyExit(h handle, before exitCounters) runtime.Exit {
 		ex.Reason = runtime.ExitProcessLimit
 		ex.Detail = fmt.Sprintf("the host's task limit of the sandbox (%d) was hit", hostPidsLimit(h.Resources))
 	default:
-		if line := fatalLine(r.logPath(h), before.logSize); line != "" {
+		if line := crashLine(r.panicLog(h.cid())); line != "" {
+			ex.Reason, ex.Detail = runtime.ExitCrashed, "the sandbox's supervisor crashed: "+line
+		} else if line := fatalLine(r.logPath(h), before.logSize); line != "" {
 			ex.Reason, ex.Detail = runtime.ExitCrashed, line
 		}
 	}
 	return ex
+}
+
+// panicDir holds the sentries' crash reports (runsc --panic-log).
+func (r *Runtime) panicDir() string { return filepath.Join(r.cfg.StateDir, "panic") }
+
+// panicLog is the crash report file of container cid.
+func (r *Runtime) panicLog(cid string) string { return filepath.Join(r.panicDir(), cid+".log") }
+
+// crashMark matches the first line of a Go crash report: a panic, a fatal
+// runtime error, or a fatal signal (SIGSEGV: segmentation violation, …).
+var crashMark = regexp.MustCompile(`^(panic: |fatal error: |SIG[A-Z]+: )`)
+
+// crashLine returns the first line of the crash report in path, if any.
+func crashLine(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if line := sc.Text(); crashMark.MatchString(line) {
+			return line[:min(len(line), 300)]
+		}
+	}
+	return ""
 }
 
 // logPath is runsc's log of the container that runs h (its create or

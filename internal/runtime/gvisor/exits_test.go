@@ -2,6 +2,9 @@ package gvisor
 
 import (
 	"context"
+	"errors"
+	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -59,4 +62,87 @@ func TestWaitOutOfMemory(t *testing.T) {
 		t.Fatalf("Delete: %v", err)
 	}
 	checkClean(t, spec.ID)
+}
+
+// waitExit waits for sandbox id's exit while act runs and returns it.
+func waitExit(t *testing.T, r *Runtime, id string, act func()) runtime.Exit {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	type result struct {
+		ex  runtime.Exit
+		err error
+	}
+	done := make(chan result, 1)
+	go func() { ex, err := r.Wait(ctx, id); done <- result{ex, err} }()
+	time.Sleep(200 * time.Millisecond) // Wait is waiting
+	act()
+	res := <-done
+	if res.err != nil {
+		t.Fatalf("Wait: %v", res.err)
+	}
+	t.Logf("exit: %+v", res.ex)
+	return res.ex
+}
+
+// A sandbox whose tasks outgrow the host's pids limit dies as a whole
+// (trap 7) and Wait says so, from the pids cgroup's counter. Only a task
+// holding CAP_SYS_RESOURCE gets past RLIMIT_NPROC inside to provoke it: here
+// the first process, which (unlike the agent) keeps it.
+func TestWaitProcessLimit(t *testing.T) {
+	r := newRuntime(t).(*Runtime)
+	spec := testSpec(runtimetest.NewID(), false)
+	spec.Resources = runtime.Resources{PidsMax: 50, MemoryMB: 512}
+	spec.Args = []string{"python3", "-c", `
+import os, time
+time.sleep(1)
+while True:
+    if os.fork() == 0:
+        os.execv("/bin/sleep", ["sleep", "600"])
+`}
+	if _, err := r.Create(context.Background(), spec); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	t.Cleanup(func() { r.Delete(context.Background(), spec.ID) })
+	ex := waitExit(t, r, spec.ID, func() {})
+	if ex.Reason != runtime.ExitProcessLimit || !strings.Contains(ex.Detail, "task limit") {
+		t.Fatalf("Wait = %+v, want reason %q", ex, runtime.ExitProcessLimit)
+	}
+}
+
+// A sentry that crashes — here made to panic by its panic signal — writes
+// a Go crash report to its panic log; Wait reports it crashed with the
+// report's first line, where a SIGKILL (no report) is "killed".
+func TestWaitCrashed(t *testing.T) {
+	setup(t)
+	r, err := New(context.Background(), Config{RunscPath: env.runsc, StateDir: env.state, Net: env.net,
+		CgroupParent: testCgroupParent, PanicSignal: syscall.SIGUSR2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		sig    syscall.Signal
+		reason runtime.ExitReason
+		detail string
+	}{
+		{syscall.SIGUSR2, runtime.ExitCrashed, "crashed: panic: Signal-induced panic"},
+		{syscall.SIGKILL, runtime.ExitKilled, "killed"},
+	} {
+		spec := testSpec(runtimetest.NewID(), false)
+		startSandbox(t, r, spec)
+		info, err := r.Info(context.Background(), spec.ID)
+		if err != nil || info.Pid <= 0 {
+			t.Fatalf("Info = %+v, %v", info, err)
+		}
+		ex := waitExit(t, r, spec.ID, func() { syscall.Kill(info.Pid, tc.sig) })
+		if ex.Reason != tc.reason || !strings.Contains(ex.Detail, tc.detail) {
+			t.Errorf("%v: Wait = %+v, want %q (%q)", tc.sig, ex, tc.reason, tc.detail)
+		}
+		if err := r.Delete(context.Background(), spec.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(r.panicLog(spec.ID)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%v: the crash report outlives the sandbox: %v", tc.sig, err)
+		}
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/forkbox/forkbox/internal/cleanup"
@@ -45,6 +46,11 @@ type Config struct {
 	// Timeout bounds slow runsc commands (create, start, checkpoint,
 	// restore). Default 60 s. Quick commands get a fifth of it.
 	Timeout time.Duration
+	// PanicSignal, if set, is a host signal that makes a sentry panic
+	// instead of passing it to the sandbox (runsc --panic-signal): a way
+	// to take a stack dump of a stuck sandbox — and to crash one on purpose,
+	// as the tests of Wait's crash reports do.
+	PanicSignal syscall.Signal
 	// Standby is how many containers per sandbox shape (rootfs, limits,
 	// internet access) are kept created but not started, for restores to
 	// take: a restore into one skips runsc's sandbox and gofer start-up,
@@ -89,7 +95,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	r := &Runtime{cfg: cfg, log: cfg.Logger}
 	r.standby = newStandby(r, cfg.Standby)
-	for _, dir := range []string{r.runscRoot(), filepath.Join(cfg.StateDir, "sandboxes"), r.containersDir()} {
+	for _, dir := range []string{r.runscRoot(), filepath.Join(cfg.StateDir, "sandboxes"), r.containersDir(), r.panicDir()} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("gvisor: %w", err)
 		}
@@ -288,6 +294,9 @@ func (r *Runtime) destroy(ctx context.Context, id string) {
 	// cgroups too.
 	r.killProcesses(ctx, func(cid string) bool { return cid == id })
 	r.removeCgroups(ctx, id)
+	if err := os.Remove(r.panicLog(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		r.log.WarnContext(ctx, "remove crash report", "id", id, "err", err)
+	}
 }
 
 // Info implements runtime.Runtime.

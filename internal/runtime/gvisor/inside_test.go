@@ -140,10 +140,7 @@ func checkSees(t *testing.T, r *Runtime, id string, memMB, diskMB int) {
 func TestTmpIsTheDisk(t *testing.T) {
 	r := newRuntime(t).(*Runtime)
 	ctx := context.Background()
-	spec := testSpec(runtimetest.NewID(), false)
-	spec.Args = []string{"python3", "-c", shServer, strconv.Itoa(testPort)}
-	spec.Resources = runtime.Resources{CPUCount: 2, MemoryMB: 256, PidsMax: 100, DiskMB: 100}
-	startSandbox(t, r, spec)
+	spec := startShell(t, r, runtime.Resources{CPUCount: 2, MemoryMB: 256, PidsMax: 100, DiskMB: 100})
 	out := sh(t, r, spec.ID, "mkdir /tmp/d && echo kept > /tmp/d/f && dd if=/dev/zero of=/fill bs=1M count=60 2>/dev/null && "+
 		"dd if=/dev/zero of=/tmp/fill bs=1M count=60; rm -f /fill /tmp/fill")
 	if !strings.Contains(out, "No space left on device") {
@@ -173,10 +170,7 @@ func TestTmpIsTheDisk(t *testing.T) {
 func TestOneCPU(t *testing.T) {
 	r := newRuntime(t).(*Runtime)
 	ctx := context.Background()
-	spec := testSpec(runtimetest.NewID(), false)
-	spec.Args = []string{"python3", "-c", shServer, strconv.Itoa(testPort)}
-	spec.Resources = runtime.Resources{CPUCount: 1, MemoryMB: 256, PidsMax: 100, DiskMB: 100}
-	startSandbox(t, r, spec)
+	spec := startShell(t, r, runtime.Resources{CPUCount: 1, MemoryMB: 256, PidsMax: 100, DiskMB: 100})
 	const see = "nproc; python3 -c 'import os; print(os.cpu_count())'; grep -c ^processor /proc/cpuinfo; cat /sys/devices/system/cpu/online"
 	want := "1\n1\n1\n0-0\nrc=0"
 	if out := sh(t, r, spec.ID, see); out != want {
@@ -196,4 +190,14 @@ func TestOneCPU(t *testing.T) {
 	if out := sh(t, r, clone.ID, see); out != want {
 		t.Errorf("CPUs seen after a restore: %q, want %q", out, want)
 	}
+}
+
+// startShell starts a sandbox of res running shServer (see sh).
+func startShell(t *testing.T, r *Runtime, res runtime.Resources) runtime.Spec {
+	t.Helper()
+	spec := testSpec(runtimetest.NewID(), false)
+	spec.Args = []string{"python3", "-c", shServer, strconv.Itoa(testPort)}
+	spec.Resources = res
+	startSandbox(t, r, spec)
+	return spec
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -37,6 +38,13 @@ func (r *Runtime) globalArgs() []string {
 		// sudo (and every setuid binary) is silently powerless without it;
 		// E2B clients expect `sudo` to work for the default user.
 		"--allow-suid",
+		// The sentry's stderr, where Go writes a crash report, goes to a
+		// file per container (runsc names it by %ID%), which Wait reads to
+		// tell a crash from a kill.
+		"--panic-log=" + filepath.Join(r.panicDir(), "%ID%.log"),
+	}
+	if r.cfg.PanicSignal != 0 {
+		args = append(args, fmt.Sprintf("--panic-signal=%d", r.cfg.PanicSignal))
 	}
 	if r.cfg.DebugLogDir != "" {
 		args = append(args, "--debug", "--debug-log="+r.cfg.DebugLogDir+"/")

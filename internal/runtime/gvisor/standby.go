@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -394,6 +395,14 @@ func (r *Runtime) removeUnusedBundles(ctx context.Context, known map[string]bool
 			if err := os.RemoveAll(filepath.Join(r.containersDir(), e.Name())); err != nil {
 				return fmt.Errorf("gvisor: %w", err)
 			}
+		}
+	}
+	// The crash reports of containers gone meanwhile (a sandbox that died
+	// while no daemon ran is removed only now, by the Manager).
+	reports, _ := os.ReadDir(r.panicDir())
+	for _, e := range reports {
+		if cid, ok := strings.CutSuffix(e.Name(), ".log"); ok && !known[cid] {
+			os.Remove(filepath.Join(r.panicDir(), e.Name()))
 		}
 	}
 	return nil

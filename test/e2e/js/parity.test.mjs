@@ -226,6 +226,7 @@ test('pause({keepMemory: false}) → connect: a new boot, files kept, processes 
   const sbx = await make()
   const boot = await bootId(sbx)
   await sbx.files.write('/home/user/kept.txt', 'kept across a filesystem-only pause')
+  await sbx.files.write('/tmp/kept.txt', '/tmp too, as on E2B')
   await sbx.commands.run('sleep 1000', { background: true })
   assert.equal((await sbx.commands.run('pgrep -x sleep || true')).stdout.trim() !== '', true)
   assert.equal(await sbx.pause({ keepMemory: false }), true)
@@ -236,12 +237,14 @@ test('pause({keepMemory: false}) → connect: a new boot, files kept, processes 
   const snap = await sbx.createSnapshot()
   const fromSnap = await make({}, snap.snapshotId)
   assert.equal(await fromSnap.files.read('/home/user/kept.txt'), 'kept across a filesystem-only pause')
+  assert.equal(await fromSnap.files.read('/tmp/kept.txt'), '/tmp too, as on E2B')
   await kill(fromSnap)
 
   await sbx.connect()
   assert.equal(await sbx.isRunning(), true)
   assert.notEqual(await bootId(sbx), boot, 'a new boot id')
   assert.equal(await sbx.files.read('/home/user/kept.txt'), 'kept across a filesystem-only pause')
+  assert.equal(await sbx.files.read('/tmp/kept.txt'), '/tmp too, as on E2B')
   assert.equal((await sbx.commands.run('pgrep -x sleep || true')).stdout.trim(), '', 'processes are gone')
 
   await Sandbox.deleteSnapshot(snap.snapshotId)
@@ -275,6 +278,7 @@ test('connect({onResume: reboot}) of a memory-paused sandbox: a new boot, files 
   const sbx = await make()
   const boot = await bootId(sbx)
   await sbx.files.write('/home/user/reboot.txt', 'kept across a reboot connect')
+  await sbx.commands.run('mkdir -p /tmp/d && echo in-tmp > /tmp/d/reboot.txt')
   await sbx.commands.run('sleep 1000', { background: true })
   assert.equal(await sbx.pause(), true)
   assert.equal(await sbx.isRunning(), false)
@@ -282,6 +286,10 @@ test('connect({onResume: reboot}) of a memory-paused sandbox: a new boot, files 
   assert.equal(await sbx.isRunning(), true)
   assert.notEqual(await bootId(sbx), boot, 'a new boot id')
   assert.equal(await sbx.files.read('/home/user/reboot.txt'), 'kept across a reboot connect')
+  assert.equal(await sbx.files.read('/tmp/d/reboot.txt'), 'in-tmp\n', '/tmp is kept, as on E2B')
+  // /tmp is still the disk: writes past its size fail there.
+  const dd = await sbx.commands.run('dd if=/dev/zero of=/tmp/fill bs=1M count=1100 2>&1; rm -f /tmp/fill', { timeoutMs: 60_000 })
+  assert.match(dd.stdout, /No space left on device/, JSON.stringify(dd))
   assert.equal((await sbx.commands.run('pgrep -x sleep || true')).stdout.trim(), '', 'processes are gone')
   // The rebooted sandbox (booted from files) pauses and resumes with
   // memory again, and reboots again: both restore an image of a sandbox
@@ -295,5 +303,6 @@ test('connect({onResume: reboot}) of a memory-paused sandbox: a new boot, files 
   await sbx.connect({ onResume: 'reboot' })
   assert.notEqual(await bootId(sbx), second, 'a new boot id again')
   assert.equal(await sbx.files.read('/home/user/reboot.txt'), 'kept across a reboot connect')
+  assert.equal(await sbx.files.read('/tmp/d/reboot.txt'), 'in-tmp\n')
   await kill(sbx)
 })
