@@ -9,12 +9,21 @@
 //     its allocation fails; the host cgroup's limit and peak against what
 //     the guest got;
 //   - a sentry's death (SIGKILL from outside) → GET /sandboxes/{id} says
-//     killed, -deaths times.
+//     killed, -deaths times;
+//   - a create of another disk size than the template's image: pooled vs
+//     its shape's image made on the way vs already made (shapes.go).
 //
 // It prints a markdown section for docs/benchmarks.md. As root:
 //
 //	git worktree add --detach /tmp/before 02a915d^ && make -C /tmp/before build
-//	go run ./bench/limits -bin ./bin -before-bin /tmp/before/bin >> docs/benchmarks.md
+//	for b in before after; do for t in base code-interpreter-v1; do mkdir -p /tmp/tpl-$b/$t
+//	  cp /var/lib/forkbox/templates/$t/.complete /tmp/tpl-$b/$t/
+//	  cp -al /var/lib/forkbox/templates/$t/rootfs /tmp/tpl-$b/$t/; done; done
+//	go run ./bench/limits -bin ./bin -template-dir /tmp/tpl-after \
+//	  -before-bin /tmp/before/bin -before-template-dir /tmp/tpl-before >> docs/benchmarks.md
+//
+// (Hard-linked copies of the templates: each daemon installs its agent
+// into its rootfs by rename, which a copy keeps to itself.)
 package main
 
 import (
@@ -45,6 +54,8 @@ func main() {
 	var c config
 	c.after.Flags(11)
 	flag.StringVar(&c.before.Bin, "before-bin", "", "binaries of the build before the limits (required)")
+	flag.StringVar(&c.before.TemplateDir, "before-template-dir", "", "its templates (default: -template-dir); "+
+		"each daemon installs its agent into the rootfs, so builds sharing one break each other's restores")
 	flag.IntVar(&c.rounds, "rounds", 3, "alternating rounds of creates per build")
 	flag.IntVar(&c.n, "n", 5, "creates per build per round")
 	flag.IntVar(&c.idle, "idle", 8, "idle sandboxes per build for the memory measurement")
@@ -55,7 +66,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "limits: -before-bin is required")
 		os.Exit(2)
 	}
-	c.before.TemplateDir, c.before.NetworkIndex = c.after.TemplateDir, c.after.NetworkIndex+1
+	if c.before.TemplateDir == "" {
+		c.before.TemplateDir = c.after.TemplateDir
+	}
+	c.before.NetworkIndex = c.after.NetworkIndex + 1
 	benchd.Main("limits", func(ctx context.Context) error { return run(ctx, c) })
 }
 
@@ -65,7 +79,11 @@ type build struct {
 	d      *benchd.Daemon
 	cl     *client.Client
 	create []float64 // create → first command, ms
-	idle   []float64 // host memory per idle sandbox, MiB
+	// idle is the host memory of each idle sandbox (its memory cgroup's
+	// usage), own the part that is its own (rss and shmem: the sentry's
+	// memory file) without the page cache of template files, which is
+	// charged to whichever sandbox reads a file first, MiB.
+	idle, own []float64
 }
 
 func run(ctx context.Context, c config) error {
@@ -102,7 +120,14 @@ func run(ctx context.Context, c config) error {
 	if err != nil {
 		return err
 	}
+	shaped := c.after
+	shaped.NetworkIndex += 2 // the two daemons above are still up
+	sh, err := shapes(ctx, shaped, c.n)
+	if err != nil {
+		return err
+	}
 	report(c, builds, hr, deaths)
+	reportShapes(sh)
 	return nil
 }
 
@@ -152,9 +177,13 @@ func (b *build) idleMemory(ctx context.Context, n int) error {
 		if err != nil {
 			return err
 		}
-		b.idle = append(b.idle, float64(u)/(1<<20))
+		own, err := statSum(filepath.Join(cg, "memory.stat"), "rss", "shmem")
+		if err != nil {
+			return err
+		}
+		b.idle, b.own = append(b.idle, float64(u)/(1<<20)), append(b.own, float64(own)/(1<<20))
 	}
-	slog.Info("idle memory", "build", b.name, "p50_mib", median(b.idle))
+	slog.Info("idle memory", "build", b.name, "p50_mib", median(b.idle), "own_p50_mib", median(b.own))
 	return nil
 }
 

@@ -71,6 +71,26 @@ func containerOf(b *build, id string) (string, error) {
 	return filepath.Base(cg), err
 }
 
+// statSum adds keys' values in a cgroup stat file of "key value" lines.
+func statSum(path string, keys ...string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, " ")
+		if ok && slices.Contains(keys, k) {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("%s: %q: %w", path, line, err)
+			}
+			sum += n
+		}
+	}
+	return sum, nil
+}
+
 func readInt(path string) (int64, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -110,15 +130,18 @@ func load() string {
 func report(c config, builds []*build, hr headroomResult, deaths []float64) {
 	before, after := builds[0], builds[1]
 	fmt.Printf("\n## Limits: their cost and a death's notice (bench/limits)\n\n")
-	fmt.Printf("`go run ./bench/limits -bin ./bin -before-bin <02a915d^ built in a temporary worktree>/bin` on %s "+
-		"(2 cores, load average %s at the end: other work ran). Each build has its own daemon (pool off: every create is a "+
-		"restore of the base template's image), both up at once; creates alternate between them in %d rounds of %d.\n\n",
+	fmt.Printf("`go run ./bench/limits -bin ./bin -template-dir /tmp/tpl-after -before-bin <02a915d^ built in a temporary "+
+		"worktree>/bin -before-template-dir /tmp/tpl-before` (the command's doc comment sets them up) on %s "+
+		"(2 cores, load average %s at the end: other work ran). Each build has its own daemon and templates (pool off: every "+
+		"create is a restore of the base template's image), both up at once; creates alternate between them in %d rounds of %d.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), load(), c.rounds, c.n)
 	fmt.Printf("| base sandbox | before the limits | with the limits | ratio |\n|---|---:|---:|---:|\n")
 	fmt.Printf("| create → first command p50 (n=%d) | %.0f ms | %.0f ms | %.2f |\n", len(after.create),
 		median(before.create), median(after.create), median(after.create)/median(before.create))
-	fmt.Printf("| host memory per idle sandbox p50 (its memory cgroup, n=%d) | %.1f MiB | %.1f MiB | %.2f |\n\n", len(after.idle),
+	fmt.Printf("| host memory per idle sandbox p50 (its memory cgroup's usage, n=%d) | %.1f MiB | %.1f MiB | %.2f |\n", len(after.idle),
 		median(before.idle), median(after.idle), median(after.idle)/median(before.idle))
+	fmt.Printf("| of which its own (rss + shmem: without template files' page cache, charged to the first reader) | %.1f MiB | %.1f MiB | %.2f |\n\n",
+		median(before.own), median(after.own), median(after.own)/median(before.own))
 	fmt.Printf("Memory headroom, a `memoryMB: %d` sandbox with the limits running a Python hog (16 MiB steps): "+
 		"the hog's allocation fails with **%s** at %d MiB (exit %d, `%s`); the sandbox's host cgroup limit is %.0f MiB "+
 		"(memoryMB × 1.25 + 128 + ½ per task + the disk), its usage %.0f MiB idle and %.0f MiB at its peak. "+

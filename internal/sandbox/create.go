@@ -150,6 +150,11 @@ func (m *Manager) bootShaped(ctx context.Context, o *op, tpl *store.Template) er
 	if err != nil {
 		return err
 	}
+	m.shapesMu.RLock()
+	defer m.shapesMu.RUnlock()
+	if !imageExists(dir) { // pruned between the two
+		return fmt.Errorf("image %s was just removed; ask again: %w", dir, errdefs.ErrUnavailable)
+	}
 	return m.restore(ctx, &o.undo, rec, dir, "")
 }
 

@@ -116,8 +116,11 @@ type Manager struct {
 	// exits waits on running sandboxes' supervisors (exits.go).
 	exits exitWatch
 
-	// shapes makes each shaped template image once (shape.go).
-	shapes singleflight.Group
+	// shapes makes each shaped template image once (shape.go); shapesMu
+	// is held for writing while pruning removes some, for reading while
+	// one is restored from.
+	shapes   singleflight.Group
+	shapesMu sync.RWMutex
 }
 
 // records is what the Manager needs of the store (a *store.Store); tests

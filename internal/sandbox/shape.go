@@ -3,6 +3,11 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/store"
@@ -50,22 +55,60 @@ func shapeOf(rec store.Sandbox, tpl *store.Template) (bool, error) {
 	return false, nil
 }
 
+// maxShapeImages bounds the images of other shapes kept per template: each
+// is a whole checkpoint (11 MiB for base), and a client may ask for any
+// size. Beyond it the one created from least recently goes.
+const maxShapeImages = 8
+
 // shapeImage returns the image of warmed template tpl made with cpus CPUs
 // and a disk of diskMB, booting and checkpointing one the first time it is
-// asked for (concurrent asks share that boot).
+// asked for (concurrent asks share that boot). The caller restores from it
+// holding m.shapesMu for reading, so pruning never removes it under them.
 func (m *Manager) shapeImage(ctx context.Context, tpl *store.Template, cpus, diskMB int) (string, error) {
 	dir := fmt.Sprintf("%s-c%d-d%d", tpl.ImageDir, cpus, diskMB)
 	if imageExists(dir) {
+		now := m.now()
+		os.Chtimes(dir, now, now) // recency, for pruneShapes
 		return dir, nil
 	}
 	_, err, _ := m.shapes.Do(dir, func() (any, error) {
 		shaped := *tpl
 		shaped.CPUCount, shaped.DiskSizeMB = cpus, diskMB
 		// Not cut short by the request: the image serves every later one.
-		return nil, m.WarmTemplate(context.WithoutCancel(ctx), &shaped, dir)
+		if err := m.WarmTemplate(context.WithoutCancel(ctx), &shaped, dir); err != nil {
+			return nil, err
+		}
+		m.pruneShapes(tpl.ImageDir, dir)
+		return nil, nil
 	})
 	if err != nil {
 		return "", fmt.Errorf("image of template %s with %d CPUs and %d MiB of disk: %w", tpl.ID, cpus, diskMB, err)
 	}
 	return dir, nil
+}
+
+// pruneShapes removes the least recently used shaped images of the
+// template image base beyond maxShapeImages, never keep.
+func (m *Manager) pruneShapes(base, keep string) {
+	m.shapesMu.Lock()
+	defer m.shapesMu.Unlock()
+	ents, _ := os.ReadDir(filepath.Dir(base))
+	type shaped struct {
+		path string
+		used time.Time
+	}
+	var all []shaped
+	for _, e := range ents {
+		p := filepath.Join(filepath.Dir(base), e.Name())
+		fi, err := e.Info()
+		if err != nil || !strings.HasPrefix(p, base+"-c") || strings.Contains(e.Name(), scratchInfix) || p == keep {
+			continue
+		}
+		all = append(all, shaped{p, fi.ModTime()})
+	}
+	slices.SortFunc(all, func(a, b shaped) int { return b.used.Compare(a.used) })
+	for _, s := range all[min(len(all), maxShapeImages-1):] {
+		m.log.Info("removing the least recently used image of another shape", "image", s.path)
+		os.RemoveAll(s.path)
+	}
 }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,5 +129,39 @@ func TestColdBootTakesTheSize(t *testing.T) {
 	sb := e.create(t, CreateRequest{DiskSizeMB: 300})
 	if sb.DiskSizeMB != 300 || disk.Load() != 300 {
 		t.Errorf("record %d MiB, runtime %d MiB; want 300", sb.DiskSizeMB, disk.Load())
+	}
+}
+
+// A template keeps at most maxShapeImages images of other shapes: the one
+// created from least recently goes when another is made.
+func TestShapeImagesAreBounded(t *testing.T) {
+	e := newEnv(t)
+	tpl, _ := sizedBase(t, e)
+	for i := range maxShapeImages + 2 {
+		e.create(t, CreateRequest{DiskSizeMB: 100 + i})
+		if i == 0 {
+			continue
+		}
+		e.create(t, CreateRequest{DiskSizeMB: 100}) // the first stays in use
+	}
+	var left []string
+	ents, _ := os.ReadDir(filepath.Dir(tpl.ImageDir))
+	for _, ent := range ents {
+		if strings.HasPrefix(ent.Name(), filepath.Base(tpl.ImageDir)+"-c") {
+			left = append(left, ent.Name())
+		}
+	}
+	if len(left) != maxShapeImages {
+		t.Errorf("%d shaped images left, want %d: %v", len(left), maxShapeImages, left)
+	}
+	for _, gone := range []string{"-c2-d101", "-c2-d102"} {
+		if imageExists(tpl.ImageDir + gone) {
+			t.Errorf("%s, among the least recently used, is still there", gone)
+		}
+	}
+	for _, kept := range []string{"-c2-d100", fmt.Sprintf("-c2-d%d", 100+maxShapeImages+1)} {
+		if !imageExists(tpl.ImageDir + kept) {
+			t.Errorf("%s was removed", kept)
+		}
 	}
 }

@@ -34,6 +34,7 @@ func (m *Manager) WarmTemplate(ctx context.Context, tpl *store.Template, imageDi
 	// lets a daemon remove the scratch of one killed mid-warm (ScratchOf).
 	tmp := fmt.Sprintf("%s%s%d-%s", imageDir, scratchInfix, os.Getpid(), id)
 	rec := store.Sandbox{ID: id, RootFS: tpl.RootFS, AgentArgs: tpl.AgentArgs, CPUCount: tpl.CPUCount, MemoryMB: tpl.MemoryMB, DiskSizeMB: tpl.DiskSizeMB, AllowInternet: true}
+	start := m.now()
 	if _, err := m.rt.Create(ctx, m.spec(&rec)); err != nil {
 		return fmt.Errorf("boot template %s: %w", tpl.ID, err)
 	}
@@ -48,6 +49,7 @@ func (m *Manager) WarmTemplate(ctx context.Context, tpl *store.Template, imageDi
 			return err
 		}
 	}
+	booted := m.now()
 	if err := m.checkpointTemplate(ctx, rec.ID, tmp); err != nil {
 		return fmt.Errorf("checkpoint template %s: %w", tpl.ID, err)
 	}
@@ -55,7 +57,8 @@ func (m *Manager) WarmTemplate(ctx context.Context, tpl *store.Template, imageDi
 		return err
 	}
 	tpl.ImageDir, tpl.Warmed = imageDir, true
-	m.log.Info("template image ready", "template", tpl.ID, "image", imageDir)
+	m.log.Info("template image ready", "template", tpl.ID, "image", imageDir,
+		"boot", booted.Sub(start), "checkpoint", m.now().Sub(booted))
 	return nil
 }
 

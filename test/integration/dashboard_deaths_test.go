@@ -39,7 +39,7 @@ func TestDashboardShowsDeaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The list refreshes every 3 s; the death is then asked about.
-	item := `document.querySelector('#deaths-list')?.textContent ?? ""`
+	item := `(document.querySelector('#deaths-list')?.textContent ?? "")`
 	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](item+`.includes("`+sb.SandboxID+`")`,
 		chromedp.WithPollingTimeout(30*time.Second))); err != nil {
 		t.Fatalf("the dashboard does not list the dead sandbox: %v", err)
