@@ -43,12 +43,7 @@ func killSentry(ctx context.Context, b *build, id string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	pid := 0
-	for p, rp := range gvisor.RunscProcesses(filepath.Join(b.d.DataDir, "runtime", "runsc")) {
-		if rp.Container == cid && rp.Argv0 == "runsc-sandbox" {
-			pid = p
-		}
-	}
+	pid := gvisor.SentryPid(filepath.Join(b.d.DataDir, "runtime", "runsc"), cid)
 	if pid == 0 {
 		return 0, fmt.Errorf("no runsc-sandbox process of %s", cid)
 	}

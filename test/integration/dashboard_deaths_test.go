@@ -26,12 +26,7 @@ func TestDashboardShowsDeaths(t *testing.T) {
 	}
 
 	cid := containerOf(t, d, sb.SandboxID)
-	pid := 0
-	for p, rp := range gvisor.RunscProcesses(filepath.Join(d.DataDir, "runtime", "runsc")) {
-		if rp.Container == cid && rp.Argv0 == "runsc-sandbox" {
-			pid = p
-		}
-	}
+	pid := gvisor.SentryPid(filepath.Join(d.DataDir, "runtime", "runsc"), cid)
 	if pid == 0 {
 		t.Fatalf("no runsc-sandbox process of %s", cid)
 	}

@@ -77,6 +77,18 @@ func RunscProcesses(root string) map[int]RunscProcess {
 	return out
 }
 
+// SentryPid returns the pid of container cid's runsc sandbox process (the
+// sentry) under --root=root, 0 if there is none. Tests and benchmarks kill
+// it to make a sandbox die from outside.
+func SentryPid(root, cid string) int {
+	for pid, p := range RunscProcesses(root) {
+		if p.Container == cid && p.Argv0 == "runsc-sandbox" {
+			return pid
+		}
+	}
+	return 0
+}
+
 // bundleContainer returns the container a runsc command line is for: the
 // last element of its --bundle directory (containers/<cid>, or
 // sandboxes/<id> where the container has the sandbox's id).
