@@ -1,7 +1,9 @@
 // Package netpolicy is a sandbox's egress policy: the rules as the API
-// states them (E2B's network.allowOut / network.denyOut and
-// allow_internet_access), their validation, and the compiled form the
-// kernel (internal/netns) and the egress proxy (internal/egress) enforce.
+// states them (E2B's network.allowOut / network.denyOut, rules,
+// egressProxy and allow_internet_access), their validation, and the
+// compiled form the kernel (internal/netns) and the egress proxy
+// (internal/egress) enforce; and the inbound settings of the data plane
+// (maskRequestHost, httpsPorts).
 //
 // Semantics (E2B's): allowOut lists exceptions to denyOut — on its own it
 // restricts nothing; allow wins over deny; host names are valid only in
@@ -33,10 +35,19 @@ type Rules struct {
 	AllowOut []string `json:"allowOut,omitempty"`
 	// DenyOut lists IPv4 addresses and CIDRs the sandbox may not reach.
 	DenyOut []string `json:"denyOut,omitempty"`
+	// Rules are E2B's per-domain transforms of the sandbox's HTTP and
+	// HTTPS requests, keyed by host name or *.wildcard. They grant no
+	// access: allowOut and denyOut decide what may be reached.
+	Rules map[string][]Rule `json:"rules,omitempty"`
+	// EgressProxy, when set, tunnels the sandbox's outbound TCP through a
+	// SOCKS5 proxy after filtering.
+	EgressProxy *EgressProxy `json:"egressProxy,omitempty"`
 }
 
 // IsZero reports whether r has no entries.
-func (r Rules) IsZero() bool { return len(r.AllowOut) == 0 && len(r.DenyOut) == 0 }
+func (r Rules) IsZero() bool {
+	return len(r.AllowOut) == 0 && len(r.DenyOut) == 0 && len(r.Rules) == 0 && r.EgressProxy == nil
+}
 
 // Forbidden are the destinations no rule opens: this host's neighbours on
 // private networks, link-local and cloud metadata (169.254.0.0/16), CGNAT,
@@ -64,7 +75,20 @@ type Policy struct {
 	// *.suffix entries (any depth below suffix, not suffix itself).
 	Domains   []string `json:"domains,omitempty"`
 	Wildcards []string `json:"wildcards,omitempty"`
+	// Transforms are the headers set on requests by rules key (a name or
+	// "*.suffix"), see TransformFor.
+	Transforms map[string][]Header `json:"transforms,omitempty"`
+	// Proxy is the SOCKS5 proxy outbound TCP is tunnelled through, if any.
+	Proxy *EgressProxy `json:"proxy,omitempty"`
 }
+
+// Proxied reports whether the egress proxy must see the sandbox's web
+// ports (80, 443): to judge names or to set headers.
+func (p Policy) Proxied() bool { return p.HasNames() || p.HasTransforms() }
+
+// Tunnels reports whether every outbound TCP connection goes through the
+// egress proxy, to be tunnelled through p.Proxy.
+func (p Policy) Tunnels() bool { return p.Proxy != nil }
 
 // HasNames reports whether p allows any host name: then ports 80 and 443
 // go through the egress proxy and the DNS resolver is reachable.
@@ -153,6 +177,14 @@ func Compile(r Rules, allowInternet bool, opened []netip.Prefix) (Rules, Policy,
 		deny.AddPrefix(netip.MustParsePrefix("0.0.0.0/0"))
 	}
 	p.Allow, p.Deny = prefixes(&allow), prefixes(&deny)
+	var err error
+	if norm.Rules, p.Transforms, err = compileRules(r.Rules); err != nil {
+		return Rules{}, Policy{}, err
+	}
+	if norm.EgressProxy, err = checkEgressProxy(r.EgressProxy, opened); err != nil {
+		return Rules{}, Policy{}, err
+	}
+	p.Proxy = norm.EgressProxy
 	return norm, p, nil
 }
 
