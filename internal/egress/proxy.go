@@ -1,24 +1,32 @@
 // Package egress is the daemon's transparent egress proxy: the kernel
 // (internal/netns) redirects ports 80 and 443 of every sandbox whose
-// policy names hosts here, and the proxy judges each connection by the
-// name it asks for — the HTTP Host on plain connections, the TLS SNI on
-// TLS ones. An allowed name is resolved by the proxy itself and the
+// policy names hosts or sets headers here (and every outbound TCP port of
+// one whose traffic is tunnelled through a SOCKS5 proxy), and the proxy
+// judges each connection by the name it asks for — the HTTP Host on plain
+// connections, the TLS SNI on TLS ones. An allowed name is resolved by the proxy itself and the
 // connection goes to that address only, never to the address the sandbox
 // dialled, so a Host naming an allowed domain sent to another server never
 // reaches it, and a name that resolves to a private or otherwise forbidden
 // address is refused (no DNS-rebinding bypass). Anything a name rule does
 // not allow (no name, an unlisted name) follows the address rules on the
 // address the sandbox dialled.
+//
+// Header transforms (E2B's network.rules) apply to every request of a
+// plain connection whose Host has one, and to HTTPS whose SNI has one by
+// terminating TLS with the egress CA (intercept.go); a tunnel (socks.go)
+// carries what the rules let through, failing closed.
 package egress
 
 import (
 	"bufio"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,6 +67,19 @@ type Config struct {
 	// OnDeny, if set, is told of every refused connection with the
 	// address of the sandbox it came from (see Denials).
 	OnDeny func(src netip.Addr, d netpolicy.Denial)
+	// CA issues the certificates of intercepted TLS connections (those
+	// whose SNI has a transform); nil leaves every TLS connection end to
+	// end, without its transform.
+	CA Issuer
+	// RootCAs verify the servers of intercepted connections; nil means
+	// the system's roots.
+	RootCAs *x509.CertPool
+	// Sandboxes is the sandboxes' subnet: never a destination.
+	Sandboxes netip.Prefix
+	// WebPorts are the ports whose first bytes are read for a Host or
+	// SNI; a tunnelled connection to another port is relayed unread (the
+	// server may speak first). Default 80 and 443.
+	WebPorts []uint16
 }
 
 // Stats counts the proxy's decisions since start.
@@ -76,6 +97,7 @@ type Proxy struct {
 	allowed  atomic.Uint64
 	denied   atomic.Uint64
 	limiter  *denialLog
+	leaves   *leafCache // nil without Config.CA
 	mu       sync.Mutex
 	lns      []net.Listener
 	conns    map[net.Conn]struct{}
@@ -100,7 +122,14 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Proxy{cfg: cfg, log: cfg.Logger, limiter: newDenialLog(), conns: map[net.Conn]struct{}{}}, nil
+	if cfg.WebPorts == nil {
+		cfg.WebPorts = []uint16{80, 443}
+	}
+	p := &Proxy{cfg: cfg, log: cfg.Logger, limiter: newDenialLog(), conns: map[net.Conn]struct{}{}}
+	if cfg.CA != nil {
+		p.leaves = &leafCache{ca: cfg.CA}
+	}
+	return p, nil
 }
 
 // Stats returns the counters.
@@ -206,6 +235,10 @@ func (p *Proxy) handle(c net.Conn) {
 		return
 	}
 	cn := &conn{c: c, br: bufio.NewReaderSize(c, 16<<10), src: src, dst: dst, policy: pol}
+	if pol.Tunnels() && !slices.Contains(p.cfg.WebPorts, dst.Port()) {
+		p.relayRaw(ctx, cn)
+		return
+	}
 	c.SetReadDeadline(time.Now().Add(peekTimeout))
 	first, err := cn.br.Peek(1)
 	if err != nil {

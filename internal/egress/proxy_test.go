@@ -157,9 +157,17 @@ type harness struct {
 
 func newHarness(t *testing.T, pol netpolicy.Policy, res *net.Resolver) *harness {
 	t.Helper()
+	return newHarnessWith(t, pol, res, nil)
+}
+
+// newHarnessWith is newHarness with the proxy's Config changed by edit.
+func newHarnessWith(t *testing.T, pol netpolicy.Policy, res *net.Resolver, edit func(*Config)) *harness {
+	t.Helper()
 	h := &harness{t: t, dsts: map[string]netip.AddrPort{}, pol: pol}
-	p, err := New(Config{
+	cfg := Config{
 		Policies: PolicyFunc(func(src netip.Addr) (netpolicy.Policy, bool) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
 			return h.pol, src == netip.MustParseAddr("127.0.0.1")
 		}),
 		Opened:   []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
@@ -182,7 +190,11 @@ func newHarness(t *testing.T, pol netpolicy.Policy, res *net.Resolver) *harness 
 			h.denials = append(h.denials, d)
 			h.mu.Unlock()
 		},
-	})
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,6 +206,13 @@ func newHarness(t *testing.T, pol netpolicy.Policy, res *net.Resolver) *harness 
 	t.Cleanup(func() { p.Close() })
 	h.proxy, h.addr = p, ln.Addr().String()
 	return h
+}
+
+// setPolicy changes the policy of the harness's sandbox.
+func (h *harness) setPolicy(p netpolicy.Policy) {
+	h.mu.Lock()
+	h.pol = p
+	h.mu.Unlock()
 }
 
 // dial connects "to dst" through the proxy, as a redirected sandbox would.

@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -14,17 +15,16 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/forkbox/forkbox/internal/netpolicy"
 )
 
 // errHelloRead stops the TLS handshake once the ClientHello is parsed.
 var errHelloRead = errors.New("client hello read")
 
 // handleTLS reads the SNI of the ClientHello with crypto/tls's own parser
-// (GetConfigForClient sees the parsed hello; the handshake stops there),
-// then replays every byte read to the upstream: the TLS session is the
-// sandbox's and the server's, end to end.
+// (GetConfigForClient sees the parsed hello; the handshake stops there).
+// A name with a transform is intercepted (see intercept); any other
+// connection is replayed to the upstream byte for byte: the TLS session is
+// the sandbox's and the server's, end to end.
 func (p *Proxy) handleTLS(ctx context.Context, cn *conn) {
 	rec := &recordingReader{r: cn.br}
 	var sni string
@@ -44,7 +44,11 @@ func (p *Proxy) handleTLS(ctx context.Context, cn *conn) {
 		p.deny(cn.src, cn.dst, sni, d)
 		return
 	}
-	up, err := p.dial(ctx, d.to)
+	if _, _, ok := cn.policy.TransformFor(sni); ok && p.leaves != nil {
+		p.intercept(ctx, cn, normalName(sni), rec.buf.Bytes(), d)
+		return
+	}
+	up, err := p.dialFor(ctx, cn, d)
 	if err != nil {
 		p.log.Info("egress upstream unreachable", "dst", d.to, "name", sni, "err", err)
 		return
@@ -75,7 +79,7 @@ func (p *Proxy) handleHTTP(ctx context.Context, cn *conn) {
 		forbid(cn.c, host, d.why)
 		return
 	}
-	up, err := p.dial(ctx, d.to)
+	up, err := p.dialFor(ctx, cn, d)
 	if err != nil {
 		p.log.Info("egress upstream unreachable", "dst", d.to, "name", host, "err", err)
 		writeStatus(cn.c, http.StatusBadGateway, "forkbox egress: "+host+" unreachable")
@@ -84,22 +88,32 @@ func (p *Proxy) handleHTTP(ctx context.Context, cn *conn) {
 	defer up.Close()
 	p.allowed.Add(1)
 	cn.c.SetReadDeadline(time.Time{})
+	p.exchange(cn, cn.c, cn.br, req, up, normalName(host))
+}
+
+// exchange relays one judged HTTP/1.1 connection: the responses go back
+// as bytes; the requests, read from br, go upstream one by one.
+func (p *Proxy) exchange(cn *conn, client net.Conn, br *bufio.Reader, req *http.Request, up net.Conn, host string) {
 	done := make(chan struct{})
 	go func() {
-		io.Copy(cn.c, up)
-		closeWrite(cn.c)
+		io.Copy(client, up)
+		closeWrite(client)
 		close(done)
 	}()
-	p.forwardRequests(cn, req, up)
+	p.forwardRequests(cn, br, req, up, host)
 	closeWrite(up)
 	<-done
 }
 
-// forwardRequests writes req and the requests after it upstream until the
-// client stops, switches protocols or names another host.
-func (p *Proxy) forwardRequests(cn *conn, req *http.Request, up net.Conn) {
-	host := normalName(req.Host)
+// forwardRequests writes req and the requests after it upstream, each with
+// host's transform applied (the rules' headers replace the sandbox's),
+// until the client stops, switches protocols or names another host.
+func (p *Proxy) forwardRequests(cn *conn, br *bufio.Reader, req *http.Request, up net.Conn, host string) {
+	_, headers, _ := cn.policy.TransformFor(host)
 	for {
+		for _, h := range headers {
+			req.Header[h.Name] = []string{h.Value}
+		}
 		if _, ok := req.Header["User-Agent"]; !ok {
 			req.Header["User-Agent"] = []string{""} // Write would add Go's
 		}
@@ -107,15 +121,11 @@ func (p *Proxy) forwardRequests(cn *conn, req *http.Request, up net.Conn) {
 			return
 		}
 		if strings.EqualFold(req.Header.Get("Connection"), "upgrade") {
-			io.Copy(up, cn.br) // a WebSocket: no more requests to judge
+			io.Copy(up, br) // a WebSocket: no more requests to judge
 			return
 		}
-		next, err := http.ReadRequest(cn.br)
-		if err != nil {
-			return
-		}
-		if normalName(next.Host) != host {
-			p.deny(cn.src, cn.dst, next.Host, decision{reason: netpolicy.ReasonHostSwitch, why: "a second host on one connection"})
+		next, err := http.ReadRequest(br)
+		if err != nil || !p.sameHost(cn, next, host) {
 			return
 		}
 		req = next
@@ -129,8 +139,9 @@ func (p *Proxy) relayRaw(ctx context.Context, cn *conn) {
 		p.deny(cn.src, cn.dst, "", d)
 		return
 	}
-	up, err := p.dial(ctx, d.to)
+	up, err := p.dialFor(ctx, cn, d)
 	if err != nil {
+		p.log.Info("egress upstream unreachable", "dst", d.to, "err", err)
 		return
 	}
 	defer up.Close()

@@ -16,25 +16,51 @@ import (
 // decision is where an allowed connection goes, or why it may not.
 type decision struct {
 	to     netip.AddrPort // valid when allowed
+	name   string         // set for a name allowOut lists: a tunnel dials it by name
 	why    string         // the rule that decided
 	reason string         // a netpolicy.Reason* when denied
 	deny   bool
 }
 
 // decide applies the policy to a connection that asked for name (empty
-// if none could be read) on its original destination.
+// if none could be read) on its original destination. An allowed name is
+// reached at its own address, never the one the sandbox dialled (through a
+// tunnel: by name, the tunnel's end resolves it); so is a name with a
+// transform, whose resolved address the address rules then judge, so that
+// no header goes to an address the sandbox chose.
 func (p *Proxy) decide(ctx context.Context, cn *conn, name string) decision {
 	name = normalName(name)
+	port := cn.dst.Port()
 	if name != "" && cn.policy.AllowsName(name) {
+		why := "allowOut name " + name
+		if cn.policy.Tunnels() {
+			return decision{name: name, to: netip.AddrPortFrom(netip.IPv4Unspecified(), port), why: why}
+		}
 		addr, err := p.resolve(ctx, name)
 		if err != nil {
 			return decision{deny: true, why: err.Error(), reason: netpolicy.ReasonResolve}
 		}
-		return decision{to: netip.AddrPortFrom(addr, cn.dst.Port()), why: "allowOut name " + name}
+		return decision{to: netip.AddrPortFrom(addr, port), why: why}
 	}
 	a := cn.dst.Addr()
+	if _, _, ok := cn.policy.TransformFor(name); ok {
+		addr, err := p.resolve(ctx, name)
+		if err != nil {
+			return decision{deny: true, why: err.Error(), reason: netpolicy.ReasonResolve}
+		}
+		a = addr
+	}
+	return p.decideAddr(cn, netip.AddrPortFrom(a, port), name)
+}
+
+// decideAddr applies the address rules to a connection to dst.
+func (p *Proxy) decideAddr(cn *conn, dst netip.AddrPort, name string) decision {
+	a := dst.Addr()
 	if p.local.contains(a) {
 		return decision{deny: true, why: "the host's own address", reason: netpolicy.ReasonHost}
+	}
+	if p.cfg.Sandboxes.IsValid() && p.cfg.Sandboxes.Contains(a) {
+		return decision{deny: true, why: "another sandbox " + a.String(), reason: netpolicy.ReasonForbidden}
 	}
 	if !cn.policy.AllowsAddr(a, p.cfg.Opened) {
 		if name != "" && cn.policy.HasNames() {
@@ -47,7 +73,7 @@ func (p *Proxy) decide(ctx context.Context, cn *conn, name string) decision {
 		}
 		return decision{deny: true, why: "address " + a.String() + " denied: " + rule, reason: reason}
 	}
-	return decision{to: cn.dst, why: "address rules"}
+	return decision{to: dst, why: "address rules"}
 }
 
 // resolve looks name up and returns its first IPv4 address that no rule
@@ -61,12 +87,32 @@ func (p *Proxy) resolve(ctx context.Context, name string) (netip.Addr, error) {
 		return netip.Addr{}, fmt.Errorf("resolve %s: %v", name, err)
 	}
 	for _, a := range addrs {
-		a = a.Unmap()
-		if !netpolicy.IsForbidden(a, p.cfg.Opened) && !p.local.contains(a) {
-			return a, nil
+		if p.reachable(a) {
+			return a.Unmap(), nil
 		}
 	}
 	return netip.Addr{}, fmt.Errorf("%s resolves only to forbidden addresses %v", name, addrs)
+}
+
+// reachable reports whether the host may connect to a on a sandbox's
+// behalf at all: not forbidden, not the host, not a sandbox.
+func (p *Proxy) reachable(a netip.Addr) bool {
+	a = a.Unmap()
+	return a.Is4() && !netpolicy.IsForbidden(a, p.cfg.Opened) && !p.local.contains(a) &&
+		!(p.cfg.Sandboxes.IsValid() && p.cfg.Sandboxes.Contains(a))
+}
+
+// dialFor connects to an allowed destination: through the sandbox's
+// tunnel when it has one (failing closed: never directly), else straight.
+func (p *Proxy) dialFor(ctx context.Context, cn *conn, d decision) (net.Conn, error) {
+	if up := cn.policy.Proxy; up != nil {
+		target := d.to.String()
+		if d.name != "" {
+			target = net.JoinHostPort(d.name, strconv.Itoa(int(d.to.Port())))
+		}
+		return p.dialTunnel(ctx, up, target)
+	}
+	return p.dial(ctx, d.to)
 }
 
 // dial connects to the decided destination. The connection is tracked

@@ -44,9 +44,18 @@ type CA struct {
 	key      crypto.Signer
 }
 
-// LoadOrCreate loads the CA kept in dir (ca.pem, ca-key.pem), generating
-// it first when dir holds none. The key file is written with mode 0600.
+// LoadOrCreate loads the data plane's CA kept in dir (ca.pem, ca-key.pem),
+// generating it first when dir holds none. The key file is written with
+// mode 0600.
 func LoadOrCreate(dir string) (*CA, error) {
+	host, _ := os.Hostname()
+	return LoadOrCreateCA(dir, "forkbox local CA "+host)
+}
+
+// LoadOrCreateCA is LoadOrCreate for a CA named name (its subject's
+// common name when generated): each of the daemon's CAs has its own
+// directory and name, so a trust store holding two tells them apart.
+func LoadOrCreateCA(dir, name string) (*CA, error) {
 	certPath, keyPath := filepath.Join(dir, CertFile), filepath.Join(dir, KeyFile)
 	ca, err := load(certPath, keyPath)
 	if err == nil || !errors.Is(err, fs.ErrNotExist) {
@@ -55,7 +64,7 @@ func LoadOrCreate(dir string) (*CA, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("tls ca dir: %w", err)
 	}
-	ca, err = generate(certPath)
+	ca, err = generate(certPath, name)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +83,7 @@ func LoadOrCreate(dir string) (*CA, error) {
 }
 
 // generate makes a new ECDSA P-256 CA certificate valid for CAValidity.
-func generate(certPath string) (*CA, error) {
+func generate(certPath, name string) (*CA, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("generate ca key: %w", err)
@@ -83,11 +92,10 @@ func generate(certPath string) (*CA, error) {
 	if err != nil {
 		return nil, err
 	}
-	host, _ := os.Hostname()
 	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{Organization: []string{"forkbox"}, CommonName: "forkbox local CA " + host},
+		Subject:               pkix.Name{Organization: []string{"forkbox"}, CommonName: name},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(CAValidity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
