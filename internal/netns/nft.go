@@ -178,14 +178,20 @@ func payloadIn(offset uint32, p netip.Prefix) []expr.Any {
 	}
 }
 
-// dport matches a transport protocol and destination port.
-func dport(proto byte, port uint16) []expr.Any {
+// l4proto matches a transport protocol.
+func l4proto(proto byte) []expr.Any {
 	return []expr.Any{
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 2},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 2, Data: []byte{proto}},
+	}
+}
+
+// dport matches a transport protocol and destination port.
+func dport(proto byte, port uint16) []expr.Any {
+	return append(l4proto(proto),
 		&expr.Payload{DestRegister: 2, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 2, Data: binaryutil.BigEndian.PutUint16(port)},
-	}
+	)
 }
 
 func accept() []expr.Any { return []expr.Any{&expr.Verdict{Kind: expr.VerdictAccept}} }

@@ -24,8 +24,10 @@ import (
 // interval sets a<N> (allowed) and d<N> (denied) of IPv4 ranges, the
 // filter chain sb<N> that judges its new forwarded connections, and the
 // NAT chain nat<N> that redirects its ports 80 and 443 to the egress proxy
-// when its policy names hosts. The verdict maps below jump from the base
-// chains to a sandbox's chains by the host-side link a packet enters on.
+// when its policy names hosts or sets headers, and all its outbound TCP
+// but DNS when its traffic is tunnelled. The verdict maps below jump from
+// the base chains to a sandbox's chains by the host-side link a packet
+// enters on.
 const (
 	policyMap = "policy" // iifname → jump sb<N>
 	natMap    = "natpolicy"
@@ -41,10 +43,11 @@ func natChainName(slot int) string { return fmt.Sprintf("nat%d", slot) }
 // SetPolicy replaces the egress policy of id's network in one nftables
 // transaction: packets see the old rules or the new, never a mix, and
 // established connections are not touched (the base chain accepts them
-// before any policy). A policy naming hosts needs Config.EgressPort.
+// before any policy). A policy naming hosts, setting headers or tunnelling
+// needs Config.EgressPort.
 func (m *Manager) SetPolicy(ctx context.Context, id string, p netpolicy.Policy) error {
-	if p.HasNames() && m.cfg.EgressPort == 0 {
-		return fmt.Errorf("host names in allowOut need the egress proxy, which is off: %w", errdefs.ErrInvalidArgument)
+	if (p.Proxied() || p.Tunnels()) && m.cfg.EgressPort == 0 {
+		return fmt.Errorf("host names in allowOut, rules and egressProxy need the egress proxy, which is off: %w", errdefs.ErrInvalidArgument)
 	}
 	m.mu.Lock()
 	l, ok := m.leases[id]
@@ -136,11 +139,7 @@ func (m *Manager) addLeaseObjects(c *nftables.Conn, t *nftables.Table, l Lease) 
 	m.addPolicyRules(c, t, ch, l)
 	nat := c.AddChain(&nftables.Chain{Name: natChainName(l.Slot), Table: t})
 	c.FlushChain(nat)
-	if l.Policy.HasNames() {
-		for _, port := range []uint16{80, 443} {
-			c.AddRule(&nftables.Rule{Table: t, Chain: nat, Exprs: cat(dport(unix.IPPROTO_TCP, port), redirectTo(m.cfg.EgressPort))})
-		}
-	}
+	m.addRedirectRules(c, t, nat, l.Policy)
 	for mapName, chain := range map[string]string{policyMap: ch.Name, natMap: nat.Name} {
 		vm := &nftables.Set{Table: t, Name: mapName, KeyType: nftables.TypeIFName, DataType: nftables.TypeVerdict, IsMap: true}
 		el := nftables.SetElement{Key: ifname(l.HostLink), VerdictData: &expr.Verdict{Kind: expr.VerdictJump, Chain: chain}}
@@ -149,6 +148,26 @@ func (m *Manager) addLeaseObjects(c *nftables.Conn, t *nftables.Table, l Lease) 
 		}
 	}
 	return nil
+}
+
+// addRedirectRules fills chain nat<N>. A tunnelled sandbox's every new
+// TCP connection but DNS to the resolver goes to the egress proxy, which
+// applies the address rules itself (the forward chain never sees these
+// connections); otherwise ports 80 and 443 do when names or headers need
+// the proxy. UDP is never redirected: it follows the kernel's rules.
+func (m *Manager) addRedirectRules(c *nftables.Conn, t *nftables.Table, nat *nftables.Chain, p netpolicy.Policy) {
+	add := func(e ...[]expr.Any) { c.AddRule(&nftables.Rule{Table: t, Chain: nat, Exprs: cat(e...)}) }
+	switch {
+	case p.Tunnels():
+		for _, r := range m.resolver {
+			add(daddrIn(netip.PrefixFrom(r, 32)), dport(unix.IPPROTO_TCP, 53), accept())
+		}
+		add(l4proto(unix.IPPROTO_TCP), redirectTo(m.cfg.EgressPort))
+	case p.Proxied():
+		for _, port := range []uint16{80, 443} {
+			add(dport(unix.IPPROTO_TCP, port), redirectTo(m.cfg.EgressPort))
+		}
+	}
 }
 
 // addPolicyRules fills chain sb<N>: the resolver when hosts are named,
@@ -275,7 +294,10 @@ func (m *Manager) savePolicy(l Lease) error {
 	if err := os.MkdirAll(m.cfg.StateDir, 0o700); err != nil {
 		return fmt.Errorf("policy dir: %w", err)
 	}
+	// Mode 0600 whatever a leftover file had: a policy holds the rules'
+	// headers and the egress proxy's password.
 	path := m.policyPath(l.ID)
+	os.Remove(path + ".tmp")
 	if err := os.WriteFile(path+".tmp", b, 0o600); err != nil {
 		return fmt.Errorf("save policy of %s: %w", l.ID, err)
 	}
