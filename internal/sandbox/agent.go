@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -55,6 +56,10 @@ func newTransport(dial func(ctx context.Context, id string, port int) (net.Conn,
 			}
 			return dial(ctx, host, port)
 		},
+		// A port listed in a sandbox's httpsPorts is reached over TLS
+		// (an https URL); its certificate is not verified, as on E2B:
+		// the hop is inside the host, and sandboxes serve self-signed ones.
+		TLSClientConfig:     &tls.Config{InsecureSkipVerify: true},
 		MaxIdleConnsPerHost: 16,
 		// Our own calls (/init, /health) are rare: no pooled connections that
 		// could outlive the sandbox incarnation they were made to.
@@ -84,6 +89,10 @@ type initBody struct {
 	// CPUCount is forkbox's: the agent pins what it starts to that many
 	// CPUs, since gVisor shows a restored sandbox its image's count.
 	CPUCount int `json:"cpuCount,omitempty"`
+	// EgressCA is forkbox's: the PEM of the egress proxy's CA, which the
+	// agent adds to the system trust store (once: a restored image that
+	// has it skips the work).
+	EgressCA string `json:"egressCA,omitempty"`
 }
 
 // initAgent waits for the sandbox's agent to answer, then hands it the
@@ -96,7 +105,7 @@ func (m *Manager) initAgent(ctx context.Context, rec *store.Sandbox, oldToken st
 	defer cancel()
 	body, _ := json.Marshal(initBody{
 		EnvVars: rec.EnvVars, AccessToken: rec.EnvdAccessToken, Timestamp: m.now().UTC(),
-		CPUCount: rec.CPUCount,
+		CPUCount: rec.CPUCount, EgressCA: string(m.cfg.EgressCA),
 	})
 	delay := 2 * time.Millisecond
 	for {

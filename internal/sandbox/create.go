@@ -32,7 +32,11 @@ type CreateRequest struct {
 	AllowInternet *bool
 	// Network is the egress rules; with AllowInternet nil too, a sandbox
 	// created from a snapshot inherits its source's.
-	Network  *netpolicy.Rules
+	Network *netpolicy.Rules
+	// Inbound is maskRequestHost and httpsPorts; nil (and PrivateTraffic
+	// false) states none of the data plane's settings, so a sandbox
+	// created from a snapshot inherits its source's.
+	Inbound  *netpolicy.Inbound
 	Metadata map[string]string
 	EnvVars  map[string]string
 	// CPUCount, MemoryMB and DiskSizeMB (the writable filesystem's size)
@@ -64,7 +68,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (_ *Sandbox, er
 	if err := m.admit(1); err != nil {
 		return nil, err // before a pooled sandbox is taken
 	}
-	rec, shaped, err := m.createRecord(req, tpl, ttl)
+	rec, shaped, err := m.createRecord(ctx, req, tpl, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -106,13 +110,13 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (_ *Sandbox, er
 
 // createRecord is the record of a sandbox req creates from tpl, and
 // whether it needs an image of its own shape (shape.go).
-func (m *Manager) createRecord(req CreateRequest, tpl *store.Template, ttl time.Duration) (store.Sandbox, bool, error) {
+func (m *Manager) createRecord(ctx context.Context, req CreateRequest, tpl *store.Template, ttl time.Duration) (store.Sandbox, bool, error) {
 	rec := m.newRecord(req, tpl, ttl)
 	shaped, err := shapeOf(rec, tpl)
 	if err != nil {
 		return rec, false, err
 	}
-	return rec, shaped, m.recordNetwork(&rec, req, tpl)
+	return rec, shaped, m.recordNetwork(ctx, &rec, req, tpl)
 }
 
 // boot creates o's sandbox in the runtime — a cold boot of a template, or a

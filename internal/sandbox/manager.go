@@ -17,6 +17,7 @@ import (
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/eventlog"
 	"github.com/forkbox/forkbox/internal/images"
+	"github.com/forkbox/forkbox/internal/netpolicy"
 	"github.com/forkbox/forkbox/internal/runtime"
 	"github.com/forkbox/forkbox/internal/store"
 )
@@ -80,6 +81,14 @@ type Config struct {
 	// NetworkOpened are the forbidden ranges (netpolicy.Forbidden) the
 	// operator lets egress rules allow.
 	NetworkOpened []netip.Prefix
+	// CheckNetwork, if set, vets egress rules beyond what netpolicy checks
+	// without I/O (the daemon resolves an egress proxy's host); its error
+	// fails a create or network update before anything changes.
+	CheckNetwork func(ctx context.Context, r netpolicy.Rules) error
+	// EgressCA is the PEM certificate of the CA the egress proxy
+	// intercepts HTTPS with: every sandbox's agent adds it to the trust
+	// store at /init.
+	EgressCA []byte
 	// Limits bound each sandbox's cpuCount, memoryMB and diskSizeMB
 	// (limits.go); zero fields are unbounded.
 	Limits Limits

@@ -19,9 +19,10 @@ type NetworkRequest struct {
 	AllowInternet *bool
 }
 
-// compile validates r against the operator's opened ranges and returns
-// the normalised rules to store (nil when empty) and the internet flag.
-func (m *Manager) compileNetwork(r NetworkRequest) (*netpolicy.Rules, bool, error) {
+// compileNetwork validates r against the operator's opened ranges and the
+// daemon's check (CheckNetwork) and returns the normalised rules to store
+// (nil when empty) and the internet flag.
+func (m *Manager) compileNetwork(ctx context.Context, r NetworkRequest) (*netpolicy.Rules, bool, error) {
 	allow := r.AllowInternet == nil || *r.AllowInternet
 	var rules netpolicy.Rules
 	if r.Rules != nil {
@@ -33,6 +34,11 @@ func (m *Manager) compileNetwork(r NetworkRequest) (*netpolicy.Rules, bool, erro
 	}
 	if norm.IsZero() {
 		return nil, allow, nil
+	}
+	if m.cfg.CheckNetwork != nil {
+		if err := m.cfg.CheckNetwork(ctx, norm); err != nil {
+			return nil, false, err
+		}
 	}
 	return &norm, allow, nil
 }
@@ -61,7 +67,7 @@ func (m *Manager) egress(rec *store.Sandbox) *netpolicy.Policy {
 // lifecycle operation from starting meanwhile, so the rules cannot land
 // on a sandbox that is being paused or rolled back.
 func (m *Manager) SetNetwork(ctx context.Context, id string, r NetworkRequest) (*Sandbox, error) {
-	rules, allow, err := m.compileNetwork(r)
+	rules, allow, err := m.compileNetwork(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -100,17 +106,39 @@ func (m *Manager) applyNetwork(ctx context.Context, rec *store.Sandbox) error {
 	return nil
 }
 
-// recordNetwork validates req's egress rules into rec. A create that
-// states none inherits a snapshot's.
-func (m *Manager) recordNetwork(rec *store.Sandbox, req CreateRequest, tpl *store.Template) error {
+// recordNetwork validates req's egress rules and data-plane settings into
+// rec. A create from a snapshot that states no egress rules inherits the
+// snapshot's, and one that states no data-plane settings inherits those.
+func (m *Manager) recordNetwork(ctx context.Context, rec *store.Sandbox, req CreateRequest, tpl *store.Template) error {
+	snap := tpl.Kind == store.KindSnapshot
 	nr := NetworkRequest{Rules: req.Network, AllowInternet: req.AllowInternet}
-	if nr.Rules == nil && nr.AllowInternet == nil && tpl.Kind == store.KindSnapshot {
+	if nr.Rules == nil && nr.AllowInternet == nil && snap {
 		nr = NetworkRequest{Rules: tpl.Network, AllowInternet: tpl.AllowInternet}
 	}
-	rules, allow, err := m.compileNetwork(nr)
+	rules, allow, err := m.compileNetwork(ctx, nr)
 	if err != nil {
 		return err
 	}
 	rec.Network, rec.AllowInternet = rules, allow
+	in, private := req.Inbound, req.PrivateTraffic
+	if in == nil && !private && snap {
+		in, private = tpl.Inbound, tpl.PrivateTraffic
+	}
+	rec.Inbound = nil
+	if in != nil {
+		norm, err := netpolicy.CheckInbound(*in, m.cfg.AgentPort)
+		if err != nil {
+			return err
+		}
+		if !norm.IsZero() {
+			rec.Inbound = &norm
+		}
+	}
+	if private && !rec.PrivateTraffic {
+		rec.PrivateTraffic, rec.Secure = true, true
+		if rec.EnvdAccessToken == "" {
+			rec.EnvdAccessToken, rec.TrafficAccessToken = newToken(), newToken()
+		}
+	}
 	return nil
 }

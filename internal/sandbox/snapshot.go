@@ -97,6 +97,7 @@ func (m *Manager) recordSnapshot(ctx context.Context, src store.Sandbox, snapID,
 		ImageDir: dir, SourceSandboxID: src.ID, ParentID: src.ID, Origin: string(origin),
 		CreatedAt: m.now().UTC(), Temporary: o.Temporary,
 		Network: src.Network, AllowInternet: &src.AllowInternet,
+		Inbound: src.Inbound, PrivateTraffic: src.PrivateTraffic,
 	}
 	if o.Name != "" {
 		tpl.Aliases = []string{o.Name}

@@ -36,7 +36,10 @@ type Sandbox struct {
 	AllowInternet  bool
 	// Network is the egress rules in force besides AllowInternet (nil:
 	// none); stored normalised.
-	Network            *netpolicy.Rules
+	Network *netpolicy.Rules
+	// Inbound is how the data plane reaches its ports (zero: the client's
+	// Host, plain HTTP).
+	Inbound            netpolicy.Inbound
 	EnvdAccessToken    string
 	TrafficAccessToken string
 	StartedAt          time.Time
@@ -91,8 +94,15 @@ func sandboxOf(r *store.Sandbox, st State) *Sandbox {
 		EnvdAccessToken: r.EnvdAccessToken, TrafficAccessToken: r.TrafficAccessToken,
 		StartedAt: r.StartedAt, EndAt: r.EndAt, ParentID: r.ParentID, Origin: Origin(r.Origin),
 		Rollbacks: rollbacksOf(r.Rollbacks), Error: r.Error,
-		KillReason: r.KillReason, KilledAt: r.KilledAt,
+		KillReason: r.KillReason, KilledAt: r.KilledAt, Inbound: inboundOf(r.Inbound),
 	}
+}
+
+func inboundOf(in *netpolicy.Inbound) netpolicy.Inbound {
+	if in == nil {
+		return netpolicy.Inbound{}
+	}
+	return *in
 }
 
 func rollbacksOf(rs []store.Rollback) []Rollback {

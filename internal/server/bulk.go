@@ -22,18 +22,22 @@ var hopHeaders = []string{
 }
 
 // serveGet forwards a plain HTTP/1.1 GET for an ordinary port of a sandbox
-// (not envd, not the code interpreter) over a connection of its own, so the
+// (not envd, not the code interpreter, not an httpsPorts one) over a
+// connection of its own, so the
 // response body can go from the sandbox's socket to the client's with
 // splice, never through user space: downloads from servers in sandboxes
 // are the bulk of the port proxy's bytes, and on small machines the copy
 // loop of the reverse proxy cost a quarter of the throughput. It reports
 // false when the request is not such a GET (the caller proxies it).
 func (d *dataPlane) serveGet(w http.ResponseWriter, r *http.Request, t target) bool {
-	if r.Method != http.MethodGet || t.port == d.s.cfg.EnvdPort || t.port == CodeInterpreterPort ||
+	if r.Method != http.MethodGet || t.port == d.s.cfg.EnvdPort || t.port == CodeInterpreterPort || t.https ||
 		r.ProtoMajor != 1 || r.Header.Get("Upgrade") != "" || r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
 		return false
 	}
 	r = r.WithContext(withTarget(r, t))
+	if t.host != "" {
+		r.Host = t.host // r is WithContext's copy
+	}
 	up, err := d.s.mgr.Dial(r.Context(), t.id, t.port)
 	if err != nil {
 		d.proxyError(w, r, err)

@@ -1,25 +1,45 @@
 package server
 
 import (
+	"maps"
 	"net/http"
 
 	"github.com/forkbox/forkbox/internal/netpolicy"
 	"github.com/forkbox/forkbox/internal/sandbox"
 )
 
+// networkBody is SandboxNetworkConfig, the create request's network.
+type networkBody struct {
+	AllowPublicTraffic *bool                       `json:"allowPublicTraffic"`
+	AllowOut           []string                    `json:"allowOut"`
+	DenyOut            []string                    `json:"denyOut"`
+	Rules              map[string][]netpolicy.Rule `json:"rules"`
+	EgressProxy        *netpolicy.EgressProxy      `json:"egressProxy"`
+	MaskRequestHost    *string                     `json:"maskRequestHost"`
+	HTTPSPorts         []int                       `json:"httpsPorts"`
+}
+
 // networkUpdateBody is SandboxNetworkUpdateConfig: the whole egress
 // policy of a running sandbox; an omitted field is cleared.
 type networkUpdateBody struct {
-	AllowInternetAccess *bool    `json:"allow_internet_access"`
-	AllowOut            []string `json:"allowOut"`
-	DenyOut             []string `json:"denyOut"`
+	AllowInternetAccess *bool                       `json:"allow_internet_access"`
+	AllowOut            []string                    `json:"allowOut"`
+	DenyOut             []string                    `json:"denyOut"`
+	Rules               map[string][]netpolicy.Rule `json:"rules"`
+	EgressProxy         *netpolicy.EgressProxy      `json:"egressProxy"`
 }
 
-// networkJSON is the part of SandboxNetworkConfig GET /sandboxes/{id}
-// reports: the rules in force.
+// networkJSON is SandboxNetworkConfig as GET /sandboxes/{id} reports it:
+// the rules in force, the egress proxy without its password, and the data
+// plane's settings.
 type networkJSON struct {
-	AllowOut []string `json:"allowOut,omitempty"`
-	DenyOut  []string `json:"denyOut,omitempty"`
+	AllowOut           []string                    `json:"allowOut,omitempty"`
+	DenyOut            []string                    `json:"denyOut,omitempty"`
+	Rules              map[string][]netpolicy.Rule `json:"rules,omitempty"`
+	EgressProxy        *netpolicy.EgressProxy      `json:"egressProxy,omitempty"`
+	AllowPublicTraffic *bool                       `json:"allowPublicTraffic,omitempty"`
+	MaskRequestHost    string                      `json:"maskRequestHost,omitempty"`
+	HTTPSPorts         []int                       `json:"httpsPorts,omitempty"`
 }
 
 // updateNetwork is PUT /sandboxes/{id}/network (sandbox.updateNetwork):
@@ -33,7 +53,7 @@ func (s *Server) updateNetwork(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := sandbox.NetworkRequest{
-		Rules:         rulesOf(body.AllowOut, body.DenyOut),
+		Rules:         rulesOf(netpolicy.Rules{AllowOut: body.AllowOut, DenyOut: body.DenyOut, Rules: body.Rules, EgressProxy: body.EgressProxy}),
 		AllowInternet: body.AllowInternetAccess,
 	}
 	if _, err := s.mgr.SetNetwork(r.Context(), r.PathValue("id"), req); err != nil {
@@ -43,12 +63,12 @@ func (s *Server) updateNetwork(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// rulesOf is nil when both lists are empty.
-func rulesOf(allowOut, denyOut []string) *netpolicy.Rules {
-	if len(allowOut) == 0 && len(denyOut) == 0 {
+// rulesOf is nil when r states nothing.
+func rulesOf(r netpolicy.Rules) *netpolicy.Rules {
+	if r.IsZero() {
 		return nil
 	}
-	return &netpolicy.Rules{AllowOut: allowOut, DenyOut: denyOut}
+	return &r
 }
 
 // networkRules are the create body's egress rules (nil: none stated).
@@ -56,13 +76,62 @@ func (b *createBody) networkRules() *netpolicy.Rules {
 	if b.Network == nil {
 		return nil
 	}
-	return rulesOf(b.Network.AllowOut, b.Network.DenyOut)
+	n := b.Network
+	return rulesOf(netpolicy.Rules{AllowOut: n.AllowOut, DenyOut: n.DenyOut, Rules: n.Rules, EgressProxy: n.EgressProxy})
 }
 
-// toNetworkJSON reports sb's rules, nil when it has none.
-func toNetworkJSON(sb *sandbox.Sandbox) *networkJSON {
-	if sb.Network == nil {
+// inbound is the create body's data-plane settings; nil when it states
+// none of allowPublicTraffic, maskRequestHost and httpsPorts (a create
+// from a snapshot then inherits them).
+func (b *createBody) inbound() *netpolicy.Inbound {
+	n := b.Network
+	if n == nil || (n.AllowPublicTraffic == nil && n.MaskRequestHost == nil && n.HTTPSPorts == nil) {
 		return nil
 	}
-	return &networkJSON{AllowOut: sb.Network.AllowOut, DenyOut: sb.Network.DenyOut}
+	in := &netpolicy.Inbound{HTTPSPorts: n.HTTPSPorts}
+	if n.MaskRequestHost != nil {
+		in.MaskRequestHost = *n.MaskRequestHost
+	}
+	return in
+}
+
+// toNetworkJSON reports sb's network settings, nil when it has none.
+func toNetworkJSON(sb *sandbox.Sandbox) *networkJSON {
+	if sb.Network == nil && sb.Inbound.IsZero() && !sb.PrivateTraffic {
+		return nil
+	}
+	public := !sb.PrivateTraffic
+	out := &networkJSON{AllowPublicTraffic: &public,
+		MaskRequestHost: sb.Inbound.MaskRequestHost, HTTPSPorts: sb.Inbound.HTTPSPorts}
+	if n := sb.Network; n != nil {
+		out.AllowOut, out.DenyOut, out.Rules, out.EgressProxy = n.AllowOut, n.DenyOut, n.Rules, n.EgressProxy.Redacted()
+	}
+	return out
+}
+
+// redactedValue stands for a rule's header value where the value is not
+// shown (the network status, which the dashboard polls).
+const redactedValue = "[redacted]"
+
+// redactRules returns rules with every header value replaced.
+func redactRules(rules map[string][]netpolicy.Rule) map[string][]netpolicy.Rule {
+	if rules == nil {
+		return nil
+	}
+	out := make(map[string][]netpolicy.Rule, len(rules))
+	for key, rs := range rules {
+		red := make([]netpolicy.Rule, len(rs))
+		for i, r := range rs {
+			if r.Transform == nil {
+				continue
+			}
+			hs := maps.Clone(r.Transform.Headers)
+			for name := range hs {
+				hs[name] = redactedValue
+			}
+			red[i] = netpolicy.Rule{Transform: &netpolicy.Transform{Headers: hs}}
+		}
+		out[key] = red
+	}
+	return out
 }

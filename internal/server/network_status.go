@@ -13,7 +13,8 @@ type EgressDenials interface {
 }
 
 // networkStatusJSON is GET /sandboxes/{id}/network (a forkbox extension;
-// E2B has only the PUT): the rules in force and what they refused.
+// E2B has only the PUT): the rules in force and what they refused. The
+// rules' header values are not shown here (GET /sandboxes/{id} has them).
 type networkStatusJSON struct {
 	SandboxID           string                 `json:"sandboxID"`
 	AllowInternetAccess bool                   `json:"allowInternetAccess"`
@@ -35,6 +36,7 @@ func (s *Server) networkStatus(w http.ResponseWriter, r *http.Request) {
 		Network: networkJSON{AllowOut: []string{}, DenyOut: []string{}}}
 	if n := toNetworkJSON(sb); n != nil {
 		out.Network = *n
+		out.Network.Rules = redactRules(n.Rules)
 	}
 	if s.cfg.Egress != nil {
 		out.Denials = s.cfg.Egress.Report(sb.ID)

@@ -34,6 +34,10 @@ var routingHeaders = [][2]string{
 type target struct {
 	id   string
 	port int // 0: the envd port
+	// host replaces the request's Host (the sandbox's maskRequestHost),
+	// and https reaches the port over TLS (its httpsPorts); set by serve.
+	host  string
+	https bool
 }
 
 // dataPlaneTarget tells whether r is for the data plane and where it goes:
@@ -142,6 +146,7 @@ func (d *dataPlane) serve(w http.ResponseWriter, r *http.Request, t target) {
 		writeError(w, err)
 		return
 	}
+	t.host, t.https = sb.Inbound.Host(t.port), sb.Inbound.IsHTTPS(t.port)
 	if err := reachable(sb); err != nil {
 		if !wakesOnTraffic(sb) {
 			d.fail(w, t, err)
@@ -222,8 +227,14 @@ func isInitPath(r *http.Request) bool {
 func (d *dataPlane) rewrite(pr *httputil.ProxyRequest) {
 	t, _ := pr.In.Context().Value(targetKey{}).(target)
 	pr.Out.URL.Scheme = "http"
+	if t.https {
+		pr.Out.URL.Scheme = "https"
+	}
 	pr.Out.URL.Host = d.s.mgr.DataPlaneHost(t.id, t.port)
 	pr.Out.Host = pr.In.Host
+	if t.host != "" {
+		pr.Out.Host = t.host
+	}
 	pr.SetXForwarded()
 	stripRouting(pr.Out.Header)
 }

@@ -31,13 +31,6 @@ type createBody struct {
 	VolumeMounts        []json.RawMessage `json:"volumeMounts"`
 }
 
-// networkBody is the part of SandboxNetworkConfig forkbox understands.
-type networkBody struct {
-	AllowPublicTraffic *bool    `json:"allowPublicTraffic"`
-	AllowOut           []string `json:"allowOut"`
-	DenyOut            []string `json:"denyOut"`
-}
-
 // autoResume accepts E2B's {"enabled": bool} and a plain bool.
 type autoResume struct{ Enabled bool }
 
@@ -99,6 +92,7 @@ func (b *createBody) request(alwaysSecure bool) (sandbox.CreateRequest, error) {
 		Secure: b.Secure || alwaysSecure || b.privateTraffic(), AllowInternet: b.allowInternet(),
 		Metadata: b.Metadata, EnvVars: b.EnvVars, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
 		DiskSizeMB: b.DiskSizeMB, PrivateTraffic: b.privateTraffic(), Network: b.networkRules(), AutoPauseFilesOnly: filesOnly,
+		Inbound: b.inbound(),
 	}
 	if b.Timeout != nil {
 		d, err := seconds("timeout", *b.Timeout)

@@ -34,8 +34,12 @@ type Sandbox struct {
 	PrivateTraffic bool `json:"privateTraffic,omitempty"`
 	// AllowInternet lets the sandbox reach outside the host.
 	AllowInternet bool `json:"allowInternet"`
-	// Network is the egress rules (allowOut/denyOut) in force, nil if none.
+	// Network is the egress rules (allowOut/denyOut, rules, egressProxy)
+	// in force, nil if none.
 	Network *netpolicy.Rules `json:"network,omitempty"`
+	// Inbound is how the data plane reaches the sandbox's ports
+	// (maskRequestHost, httpsPorts), nil for the defaults.
+	Inbound *netpolicy.Inbound `json:"inbound,omitempty"`
 	// EnvdAccessToken guards the data plane when Secure.
 	EnvdAccessToken    string    `json:"envdAccessToken,omitempty"`
 	TrafficAccessToken string    `json:"trafficAccessToken,omitempty"`

@@ -56,6 +56,10 @@ type Template struct {
 	// inherited by sandboxes created from it unless the create says.
 	Network       *netpolicy.Rules `json:"network,omitempty"`
 	AllowInternet *bool            `json:"allowInternet,omitempty"`
+	// Inbound and PrivateTraffic are a snapshot's source's data-plane
+	// settings, inherited alike.
+	Inbound        *netpolicy.Inbound `json:"inbound,omitempty"`
+	PrivateTraffic bool               `json:"privateTraffic,omitempty"`
 }
 
 // PutTemplate inserts or replaces a template and its aliases. An alias held
