@@ -9,7 +9,7 @@ import (
 	"github.com/forkbox/forkbox/internal/daemon"
 )
 
-// egressOptions reads --egress-open and --egress-dns.
+// egressOptions reads --egress-open, --egress-dns and --egress-ca-file.
 func egressOptions(f *pflag.FlagSet) (daemon.EgressOptions, error) {
 	var o daemon.EgressOptions
 	open, _ := f.GetStringSlice("egress-open")
@@ -21,5 +21,6 @@ func egressOptions(f *pflag.FlagSet) (daemon.EgressOptions, error) {
 		o.Open = append(o.Open, p.Masked())
 	}
 	o.DNS, _ = f.GetString("egress-dns")
+	o.CAFile, _ = f.GetString("egress-ca-file")
 	return o, nil
 }

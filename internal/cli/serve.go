@@ -59,6 +59,7 @@ SIGTERM; paused sandboxes and snapshots survive restarts in --data-dir.`,
 	f.Int("network-index", 0, "give this daemon its own sandbox subnet 10.(201+N).0.0/16 (for several daemons on one host)")
 	f.StringSlice("egress-open", nil, "forbidden range (private, link-local…) sandbox egress rules may allow, as a CIDR; repeatable")
 	f.String("egress-dns", "", "DNS server (host:port) the egress proxy resolves allowOut host names with (default: the host's resolver)")
+	f.String("egress-ca-file", "", "PEM file of extra root certificates the egress proxy trusts, besides the system's, when it re-encrypts intercepted HTTPS (network.rules)")
 	f.StringArray("registry-mirror", nil, "HOST=URL: pull images of registry HOST from the mirror at URL first (repeatable, one per host), e.g. docker.io=http://127.0.0.1:5000")
 	f.Duration("template-ready-timeout", 2*time.Minute, "how long a template build's ready command may take to succeed before the build fails")
 	f.StringArray("insecure-registry", nil, "registry HOST that may be spoken to over plain HTTP or unverified TLS (repeatable; loopback registries always may)")

@@ -109,6 +109,9 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer st.Close()
+	if err := o.Egress.prepare(o.DataDir); err != nil {
+		return err
+	}
 	key, err := ensureAPIKey(ctx, st, o.DataDir)
 	if err != nil {
 		return err
@@ -161,6 +164,7 @@ func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.St
 		ImageDir: filepath.Join(o.DataDir, "images"),
 		PoolSize: o.PoolSize, PoolTemplates: []string{template.BaseID, template.CodeInterpreterID}, PoolRecent: o.PoolRecent,
 		CloneConcurrency: o.CloneConcurrency, NetworkOpened: o.Egress.Open,
+		CheckNetwork: o.Egress.checkNetwork, EgressCA: o.Egress.caPEM,
 	})
 	if err != nil {
 		return nil, err

@@ -2,9 +2,13 @@ package daemon
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -12,6 +16,7 @@ import (
 	"github.com/forkbox/forkbox/internal/eventlog"
 	"github.com/forkbox/forkbox/internal/netns"
 	"github.com/forkbox/forkbox/internal/netpolicy"
+	"github.com/forkbox/forkbox/internal/tlsca"
 )
 
 // EgressOptions configure sandbox egress rules and the egress proxy.
@@ -22,6 +27,58 @@ type EgressOptions struct {
 	// DNS is the resolver (host:port) the egress proxy resolves allowed
 	// host names with; empty means the host's.
 	DNS string
+	// CAFile is a PEM file of root certificates the egress proxy trusts
+	// besides the system's when it re-encrypts intercepted HTTPS.
+	CAFile string
+
+	// Set by prepare: the egress CA (<data-dir>/egress-ca), the upstream
+	// roots and the resolver.
+	ca       *tlsca.CA
+	caPEM    []byte
+	roots    *x509.CertPool
+	resolver *net.Resolver
+}
+
+// prepare loads (or makes, once) the egress CA the proxy intercepts HTTPS
+// with — a CA of its own, apart from the data plane's in <data-dir>/tls,
+// since every sandbox trusts it — and the roots it verifies servers with.
+func (e *EgressOptions) prepare(dataDir string) error {
+	ca, err := tlsca.LoadOrCreateCA(filepath.Join(dataDir, "egress-ca"), "forkbox egress CA")
+	if err != nil {
+		return fmt.Errorf("egress ca: %w", err)
+	}
+	roots, err := x509.SystemCertPool()
+	if err != nil {
+		roots = x509.NewCertPool()
+	}
+	if e.CAFile != "" {
+		b, err := os.ReadFile(e.CAFile)
+		if err != nil {
+			return fmt.Errorf("--egress-ca-file: %w", err)
+		}
+		if !roots.AppendCertsFromPEM(b) {
+			return fmt.Errorf("--egress-ca-file %s: no PEM certificate in it", e.CAFile)
+		}
+	}
+	e.ca, e.roots = ca, roots
+	e.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw})
+	e.resolver = net.DefaultResolver
+	if dns := e.DNS; dns != "" {
+		e.resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, dns)
+		}}
+	}
+	return nil
+}
+
+// checkNetwork is the Manager's CheckNetwork: an egress proxy's host must
+// resolve, now, to an address the host may connect to.
+func (e *EgressOptions) checkNetwork(ctx context.Context, r netpolicy.Rules) error {
+	if r.EgressProxy == nil {
+		return nil
+	}
+	return egress.CheckProxyAddress(ctx, e.resolver, e.Open, r.EgressProxy.Address)
 }
 
 // denialPoll is how often the kernel's per-sandbox refusal counters are
@@ -130,8 +187,12 @@ func (e *egressProxy) serve(o Options, nm *netns.Manager) error {
 			l, ok := nm.LeaseByAddr(src)
 			return l.Policy, ok
 		}),
-		Opened: o.Egress.Open,
-		Logger: o.Logger,
+		Opened:    o.Egress.Open,
+		Logger:    o.Logger,
+		Resolver:  o.Egress.resolver,
+		CA:        o.Egress.ca,
+		RootCAs:   o.Egress.roots,
+		Sandboxes: nm.Subnet(),
 		OnDeny: func(src netip.Addr, d netpolicy.Denial) {
 			if l, ok := nm.LeaseByAddr(src); ok {
 				if id, ok := e.owners.sandbox(l.ID); ok {
@@ -139,12 +200,6 @@ func (e *egressProxy) serve(o Options, nm *netns.Manager) error {
 				}
 			}
 		},
-	}
-	if dns := o.Egress.DNS; dns != "" {
-		cfg.Resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, dns)
-		}}
 	}
 	p, err := egress.New(cfg)
 	if err != nil {

@@ -96,6 +96,9 @@ func (m *Manager) LeaseByAddr(a netip.Addr) (Lease, bool) {
 	return l, true
 }
 
+// Subnet is the range the sandboxes' addresses come from.
+func (m *Manager) Subnet() netip.Prefix { return m.cfg.Subnet }
+
 // Opened is the operator's list of Forbidden ranges sandboxes may reach.
 func (m *Manager) Opened() []netip.Prefix { return m.cfg.Opened }
 

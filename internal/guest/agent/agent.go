@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/forkbox/forkbox/api/gen/filesystem/filesystemconnect"
@@ -47,6 +48,9 @@ type Config struct {
 	AccessToken string
 	// Logger receives the agent's logs; nil means slog.Default().
 	Logger *slog.Logger
+	// TrustRoot is the root of the file system whose trust store /init's
+	// egress CA goes into; empty means "/" (tests use a directory).
+	TrustRoot string
 }
 
 // Agent is the in-sandbox server. Create it with New; it is safe for
@@ -62,6 +66,10 @@ type Agent struct {
 	started time.Time
 	// events are what GET /events hands the daemon for the sandbox's log.
 	events *eventRing
+	// trustRoot is Config.TrustRoot; egressCA is set once the egress CA
+	// is trusted (processes then get NODE_EXTRA_CA_CERTS).
+	trustRoot string
+	egressCA  atomic.Bool
 }
 
 // New builds an Agent from cfg. The first Agent in a process starts the
@@ -73,13 +81,17 @@ func New(cfg Config) *Agent {
 	}
 	events := &eventRing{}
 	a := &Agent{
-		log:     slog.New(warnTee{log.Handler(), events}),
-		events:  events,
-		state:   newInitState(cfg),
-		procs:   newProcessTable(),
-		reaper:  sharedReaper(),
-		watches: newWatcherTable(),
-		started: time.Now(),
+		log:       slog.New(warnTee{log.Handler(), events}),
+		events:    events,
+		state:     newInitState(cfg),
+		procs:     newProcessTable(),
+		reaper:    sharedReaper(),
+		watches:   newWatcherTable(),
+		started:   time.Now(),
+		trustRoot: cfg.TrustRoot,
+	}
+	if a.trustRoot == "" {
+		a.trustRoot = "/"
 	}
 	a.handler = a.buildHandler()
 	return a

@@ -35,6 +35,14 @@ func (a *Agent) handleInit(w http.ResponseWriter, r *http.Request) {
 	if err := applyCPUCount(req.CPUCount); err != nil {
 		a.log.Warn("cpu count not applied", "cpu_count", req.CPUCount, "err", err)
 	}
+	if req.EgressCA != "" {
+		// Before the answer: the first command after create must trust it.
+		ok, err := installEgressCA(a.trustRoot, []byte(req.EgressCA))
+		if err != nil {
+			a.log.Warn("egress CA not installed: HTTPS the egress proxy intercepts will fail verification", "err", err)
+		}
+		a.egressCA.Store(ok)
+	}
 	a.state.apply(req)
 	// /init follows every restore (resume, clone, rollback): copies of one
 	// image must not share random state.

@@ -94,6 +94,10 @@ func (a *Agent) processEnv(acct *account, reqEnvs map[string]string, tty bool) [
 	if tty {
 		env["TERM"] = "xterm-256color"
 	}
+	if a.egressCA.Load() {
+		// Node.js trusts its own root list, not the system bundle.
+		env["NODE_EXTRA_CA_CERTS"] = EgressCAPath
+	}
 	maps.Copy(env, a.state.envs())
 	maps.Copy(env, reqEnvs)
 	out := make([]string, 0, len(env))

@@ -66,6 +66,8 @@ type initRequest struct {
 	Timestamp      *string           `json:"timestamp"`
 	// CPUCount is forkbox's: the CPUs processes started from now on see.
 	CPUCount int `json:"cpuCount,omitempty"`
+	// EgressCA is forkbox's: the PEM of the egress proxy's CA, to trust.
+	EgressCA string `json:"egressCA,omitempty"`
 }
 
 // apply merges an /init request into the state. Env vars are merged, not
