@@ -58,3 +58,51 @@ func TestSandboxNetwork(t *testing.T) {
 		t.Errorf("--clear with a rule accepted")
 	}
 }
+
+type networkRulesOut struct {
+	Rules       map[string][]client.NetworkRule `json:"rules"`
+	EgressProxy *client.EgressProxy             `json:"egressProxy"`
+}
+
+// TestSandboxNetworkRules: --rule and --egress-proxy set E2B's rules and
+// proxy; the output names domains, header names and the proxy, never a
+// header value or the password.
+func TestSandboxNetworkRules(t *testing.T) {
+	srv := clienttest.NewServer(t)
+	id := mustJSON[client.Sandbox](t, srv, "sandbox", "create", "--template", "base").SandboxID
+	t.Setenv("FORKBOX_EGRESS_PROXY_PASSWORD", "pw-from-env")
+	args := []string{"sandbox", "network", id, "--allow-out", "api.example.com",
+		"--rule", "api.example.com=Authorization:Bearer s3cret", "--rule", "api.example.com=X-Team:blue",
+		"--rule", "*.example.org=X-Org:1", "--egress-proxy", "proxy.example.com:1080", "--egress-proxy-user", "me"}
+	r := runCLI(t, srv, nil, args...)
+	for _, s := range []string{"api.example.com: Authorization, X-Team", "*.example.org: X-Org", "me@proxy.example.com:1080"} {
+		if r.code != 0 || !strings.Contains(r.stdout, s) {
+			t.Errorf("human output lacks %q: %q %q", s, r.stdout, r.stderr)
+		}
+	}
+	info, err := client.New(srv.URL, clienttest.APIKey).GetSandbox(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := info.Network.Rules["api.example.com"][0].Transform.Headers; h["Authorization"] != "Bearer s3cret" || h["X-Team"] != "blue" ||
+		info.Network.EgressProxy.Username != "me" || info.Network.EgressProxy.Password != "" {
+		t.Errorf("GetSandbox network %+v", info.Network)
+	}
+	js := runCLI(t, srv, nil, "sandbox", "network", id, "--json")
+	if strings.Contains(js.stdout+r.stdout, "s3cret") || strings.Contains(js.stdout+r.stdout, "pw-from-env") {
+		t.Errorf("a secret in the output: %s %s", r.stdout, js.stdout)
+	}
+	got := mustJSON[networkRulesOut](t, srv, "sandbox", "network", id)
+	if got.EgressProxy == nil || got.EgressProxy.Address != "proxy.example.com:1080" || len(got.Rules) != 2 {
+		t.Errorf("JSON %+v", got)
+	}
+	if r := runCLI(t, srv, nil, "sandbox", "network", id, "--rule", "nodomain"); r.code == 0 || !strings.Contains(r.stderr, "DOMAIN=NAME:VALUE") {
+		t.Errorf("bad --rule: %d %q", r.code, r.stderr)
+	}
+	if r := runCLI(t, srv, nil, "sandbox", "network", id, "--rule", "a.test=Host:b.test"); r.code == 0 || !strings.Contains(r.stderr, "may not set Host") {
+		t.Errorf("--rule Host: %d %q", r.code, r.stderr)
+	}
+	if got := mustJSON[networkRulesOut](t, srv, "sandbox", "network", id, "--allow-out", "api.example.com"); len(got.Rules) != 0 || got.EgressProxy != nil {
+		t.Errorf("a set without --rule and --egress-proxy kept them: %+v", got)
+	}
+}

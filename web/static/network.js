@@ -1,5 +1,7 @@
 // forkbox dashboard: the network view of the selected sandbox — its
-// egress rules in force and what they refused (GET /sandboxes/{id}/network).
+// egress rules in force (addresses, header rules by domain and header name,
+// the egress proxy), its data-plane settings, and what the rules refused
+// (GET /sandboxes/{id}/network).
 // app.js announces the selection with a "forkbox:select" event and lends
 // its API helper as window.forkboxDashboard.api. Every API value reaches the DOM as
 // text, never as markup.
@@ -22,12 +24,35 @@
     return items && items.length ? items.join(", ") : "—";
   }
 
+  // headerRules lists each rules domain with its header names; the values
+  // never reach the dashboard (the API redacts them here).
+  function headerRules(rules) {
+    return Object.keys(rules || {}).sort().map((domain) => {
+      const names = [];
+      for (const r of rules[domain] || []) {
+        if (r && r.transform && r.transform.headers) names.push(...Object.keys(r.transform.headers).sort());
+      }
+      return domain + ": " + (names.length ? names.join(", ") : "—");
+    });
+  }
+
+  function proxyText(p) {
+    if (!p || !p.address) return "—";
+    return (p.username ? p.username + "@" : "") + p.address + " (SOCKS5)";
+  }
+
   function rulesRows(st) {
+    const n = st.network || {};
     const rows = [
       ["Internet", st.allowInternetAccess ? "yes" : "no (0.0.0.0/0 denied)"],
-      ["Allow out", list(st.network && st.network.allowOut)],
-      ["Deny out", list(st.network && st.network.denyOut)],
+      ["Allow out", list(n.allowOut)],
+      ["Deny out", list(n.denyOut)],
+      ["Header rules", list(headerRules(n.rules))],
+      ["Egress proxy", proxyText(n.egressProxy)],
     ];
+    if (n.allowPublicTraffic === false) rows.push(["Public traffic", "no (traffic access token required)"]);
+    if (n.maskRequestHost) rows.push(["Request host", n.maskRequestHost]);
+    if (n.httpsPorts && n.httpsPorts.length) rows.push(["HTTPS ports", n.httpsPorts.join(", ")]);
     const by = (st.denials && st.denials.byReason) || {};
     const parts = Object.keys(by).sort().map((r) => r + " " + by[r]);
     rows.push(["Denied", String((st.denials && st.denials.total) || 0) + (parts.length ? " (" + parts.join(", ") + ")" : "")]);
