@@ -200,3 +200,257 @@ test('denials are counted per sandbox, listed with their rule, logged and export
   await kill(quiet)
   await kill(sbx)
 })
+
+// ---- rules, egressProxy and the data plane's settings ----
+
+const CONTROL = process.env.EGRESS_CONTROL
+const SOCKS = process.env.EGRESS_SOCKS
+const SOCKS_IP = process.env.EGRESS_SOCKS_IP
+const SOCKS_USER = process.env.EGRESS_SOCKS_USER
+const SOCKS_PASS = process.env.EGRESS_SOCKS_PASS
+
+// seenHeader is header `name` as server `server` saw it on `path` ("" if
+// that request never arrived); the test's control server keeps them.
+async function seenHeader(server, path, name) {
+  const res = await fetch(`${CONTROL}/headers?key=${encodeURIComponent(`${server} ${path}`)}`)
+  const h = (await res.json()) ?? {}
+  const key = Object.keys(h).find((k) => k.toLowerCase() === name.toLowerCase())
+  return key ? h[key][0] : ''
+}
+
+async function socksSeen() {
+  return (await fetch(`${CONTROL}/socks`)).json()
+}
+
+async function socksSwitch(op) {
+  const res = await fetch(`${CONTROL}/socks/${op}`, { method: 'POST' })
+  assert.equal(res.status, 200, `socks ${op}`)
+}
+
+let nth = 0
+const recPath = (label) => `/rec/${label.replace(/[^a-z0-9.]+/gi, '-')}-${++nth}`
+
+// hosts points the sandbox's own resolver at the test zone (as root), so
+// curl and Node need no --resolve; the proxy resolves through the test's
+// DNS server whatever the sandbox believes.
+async function hosts(sbx) {
+  const names = ['allowed.egress.test', 'a.wild.egress.test', 'x.y.wild.egress.test', 'b.egress.test']
+  const lines = names.map((n) => `${n === 'b.egress.test' ? B : A} ${n}`).join('\n')
+  const r = await run(sbx, `printf '%s\\n' '${lines}' >> /etc/hosts`, { user: 'root' })
+  assert.equal(r.exitCode, 0, r.stderr)
+}
+
+// curlCode fetches url with the system trust store (which holds the
+// egress CA from create) and returns "<status> <body>", or null.
+async function curlCode(sbx, args) {
+  const r = await run(sbx, `curl -sS -m 8 -w ' %{http_code}' ${args}`)
+  if (r.exitCode !== 0) {
+    console.log(`curl ${args}: exit ${r.exitCode}: ${r.stderr.trim()}`)
+    return null
+  }
+  const i = r.stdout.lastIndexOf(' ')
+  return `${r.stdout.slice(i + 1)} ${r.stdout.slice(0, i)}`
+}
+
+const secretRules = (secret) => ({
+  'allowed.egress.test': [
+    { transform: { headers: { Authorization: 'Bearer overwritten' } } },
+    { transform: { headers: { authorization: `Bearer ${secret}`, 'X-Rule': 'exact' } } },
+  ],
+  '*.wild.egress.test': [{ transform: { headers: { 'X-Rule': 'wild' } } }],
+  'a.wild.egress.test': [{ transform: { headers: { 'X-Rule': 'exact-a' } } }],
+})
+
+// neverInside checks the secret is nowhere the sandbox can read: its
+// processes' environments and the usual writable places of its files.
+async function neverInside(sbx, secret, bodies) {
+  for (const b of bodies) assert.ok(!String(b).includes(secret), `a response carried the secret: ${b}`)
+  const r = await run(sbx, `env; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'; grep -rsIlF '${secret}' /etc /home /root /tmp /usr/local /var /opt /run /srv; true`, { user: 'root', timeoutMs: 60_000 })
+  assert.ok(!r.stdout.includes(secret), `the secret is readable inside the sandbox: ${r.stdout.split('\n').filter((l) => l.includes(secret))}`)
+}
+
+test('rules: headers injected into HTTPS and HTTP that the sandbox never sees; exact beats wildcard; Host≠SNI refused', { timeout: 240_000 }, async () => {
+  const secret = `s3cret-${Date.now()}`
+  const sbx = await create({ network: { denyOut: ['0.0.0.0/0'], allowOut: ['allowed.egress.test', '*.wild.egress.test'], rules: secretRules(secret) } })
+  await hosts(sbx)
+  const bodies = []
+  const p1 = recPath('https')
+  const https = await curlCode(sbx, `https://allowed.egress.test${p1} -H 'Authorization: Bearer mine'`)
+  bodies.push(https)
+  assert.equal(https, '200 A host=allowed.egress.test', 'HTTPS through the interception')
+  assert.equal(await seenHeader('A', p1, 'Authorization'), `Bearer ${secret}`, 'the server saw the rule\'s header, not the sandbox\'s')
+  assert.equal(await seenHeader('A', p1, 'X-Rule'), 'exact')
+  // Trusting only the servers' own CA fails: the sandbox talked to the
+  // egress proxy's certificate, which the egress CA signed.
+  assert.equal(await get(sbx, `https://allowed.egress.test${recPath('own-ca')}`), null, 'intercepted, not end to end')
+  const p2 = recPath('http')
+  const http = await curlCode(sbx, `http://allowed.egress.test${p2}`)
+  bodies.push(http)
+  assert.equal(http, '200 A host=allowed.egress.test', 'plain HTTP')
+  assert.equal(await seenHeader('A', p2, 'Authorization'), `Bearer ${secret}`, 'plain HTTP got the header')
+  const p3 = recPath('node')
+  const node = await run(sbx, `node -e "fetch('https://allowed.egress.test${p3}').then(r => r.text()).then(console.log)"`)
+  bodies.push(node.stdout)
+  assert.equal(node.stdout.trim(), 'A host=allowed.egress.test', `Node trusts the egress CA: ${node.stderr}`)
+  for (const [host, want] of [['a.wild.egress.test', 'exact-a'], ['x.y.wild.egress.test', 'wild']]) {
+    const p = recPath(host)
+    assert.equal(await curlCode(sbx, `https://${host}${p}`), `200 A host=${host}`)
+    assert.equal(await seenHeader('A', p, 'X-Rule'), want, `${host}: the exact key beats the wildcard`)
+  }
+  const pf = recPath('front')
+  const front = await curlCode(sbx, `https://allowed.egress.test${pf} -H 'Host: b.egress.test'`)
+  assert.match(front ?? '', /^421 /, 'Host other than the SNI refused')
+  assert.equal(await seenHeader('A', pf, 'Authorization'), '', 'nothing went upstream')
+  assert.equal(await seenHeader('B', pf, 'Authorization'), '', 'nothing went to B')
+  const info = await Sandbox.getInfo(sbx.sandboxId)
+  assert.ok(info.network.rules['allowed.egress.test'], `getInfo reports the rules: ${JSON.stringify(info.network)}`)
+  await neverInside(sbx, secret, bodies)
+  await forbiddenUnreachable(sbx, 'rules')
+  await kill(sbx)
+})
+
+test('rules grant nothing; updateNetwork sets and clears them at run time', { timeout: 240_000 }, async () => {
+  const secret = `upd-${Date.now()}`
+  const sbx = await create({ network: { denyOut: ['0.0.0.0/0'], rules: secretRules(secret) } })
+  await hosts(sbx)
+  const p0 = recPath('denied')
+  assert.equal(await reach(sbx, `https://allowed.egress.test${p0} --cacert /etc/ssl/certs/ca-certificates.crt`, 'A'), false, 'HTTPS: rules alone grant nothing')
+  assert.match(await get(sbx, `http://allowed.egress.test${p0}`) ?? '', /forkbox egress: allowed.egress.test is not allowed/, 'HTTP: the proxy\'s 403')
+  assert.equal(await seenHeader('A', p0, 'Authorization'), '', 'no request arrived')
+  await sbx.updateNetwork({ denyOut: ['0.0.0.0/0'], allowOut: ['allowed.egress.test'], rules: secretRules(secret) })
+  const p1 = recPath('set')
+  assert.equal(await curlCode(sbx, `https://allowed.egress.test${p1}`), '200 A host=allowed.egress.test')
+  assert.equal(await seenHeader('A', p1, 'Authorization'), `Bearer ${secret}`, 'rules set at run time')
+  await sbx.updateNetwork({ denyOut: ['0.0.0.0/0'], allowOut: ['allowed.egress.test'] })
+  const p2 = recPath('cleared')
+  assert.equal(await get(sbx, `https://allowed.egress.test${p2}`), 'A host=allowed.egress.test', 'end to end again (the servers\' CA)')
+  assert.equal(await seenHeader('A', p2, 'Authorization'), '', 'rules cleared')
+  assert.equal((await Sandbox.getInfo(sbx.sandboxId)).network.rules, undefined)
+  await kill(sbx)
+})
+
+const proxyOpts = () => ({ address: SOCKS, username: SOCKS_USER, password: SOCKS_PASS })
+
+test('egressProxy: traffic through the SOCKS5 server, by name when allowed by name; fail closed; no password back', { timeout: 240_000 }, async () => {
+  const sbx = await create({ network: { egressProxy: proxyOpts() } })
+  let before = (await socksSeen()).length
+  assert.equal(await get(sbx, `http://${A}/`), `A host=${A}`, 'HTTP through the tunnel')
+  assert.equal(await tcp(sbx, A, 7000), true, 'a server that speaks first, through the tunnel')
+  assert.deepEqual((await socksSeen()).slice(before), [`ip ${A}:80`, `ip ${A}:7000`], 'the SOCKS server carried both, by address')
+  assert.equal(await udp(sbx, A, 7001), true, 'UDP is not tunnelled: it goes out directly')
+  before = (await socksSeen()).length
+  await forbiddenUnreachable(sbx, 'tunnelled')
+  assert.deepEqual((await socksSeen()).slice(before).filter((d) => d.includes(M) || d.includes(API_PORT)), [], 'forbidden destinations never reach the tunnel')
+  const info = await Sandbox.getInfo(sbx.sandboxId)
+  assert.deepEqual(info.network.egressProxy, { address: SOCKS, username: SOCKS_USER }, 'getInfo: no password')
+  const raw = await (await fetch(`${process.env.E2B_API_URL}/sandboxes/${sbx.sandboxId}`, { headers: { 'X-API-Key': process.env.E2B_API_KEY } })).text()
+  assert.ok(!raw.includes(SOCKS_PASS), 'the API never returns the password')
+
+  await socksSwitch('stop')
+  try {
+    const p = recPath('down')
+    assert.equal(await reach(sbx, `http://${A}${p}`, 'A'), false, 'proxy down: the connection fails')
+    assert.equal(await seenHeader('A', p, 'User-Agent'), '', 'nothing went out directly')
+  } finally {
+    await socksSwitch('start')
+  }
+  assert.equal(await get(sbx, `http://${A}/`), `A host=${A}`, 'back once the proxy is')
+
+  // Names allowOut lists go by name (remote DNS), with the rules' headers.
+  const secret = `tunnel-${Date.now()}`
+  await sbx.updateNetwork({ denyOut: ['0.0.0.0/0'], allowOut: ['allowed.egress.test'], rules: secretRules(secret), egressProxy: proxyOpts() })
+  await hosts(sbx)
+  before = (await socksSeen()).length
+  const p = recPath('named')
+  assert.equal(await curlCode(sbx, `https://allowed.egress.test${p}`), '200 A host=allowed.egress.test')
+  assert.equal(await seenHeader('A', p, 'Authorization'), `Bearer ${secret}`, 'headers through the tunnel')
+  assert.deepEqual((await socksSeen()).slice(before), ['name allowed.egress.test:443'], 'by name')
+  assert.equal(await reach(sbx, `http://${B}/`, 'B'), false, 'filtered before the tunnel')
+
+  // Cleared at run time: direct again; set again: tunnelled.
+  await sbx.updateNetwork({})
+  before = (await socksSeen()).length
+  assert.equal(await get(sbx, `http://${A}/`), `A host=${A}`)
+  assert.deepEqual((await socksSeen()).slice(before), [], 'no tunnel after clearing')
+  assert.equal((await Sandbox.getInfo(sbx.sandboxId)).network?.egressProxy, undefined)
+  await sbx.updateNetwork({ egressProxy: proxyOpts() })
+  assert.equal(await get(sbx, `http://${B}/`), `B host=${B}`)
+  assert.deepEqual((await socksSeen()).slice(before), [`ip ${B}:80`], 'tunnelled again')
+  await kill(sbx)
+
+  for (const address of ['private.egress.test:1080', 'nowhere.egress.test:1080', '10.0.0.1:1080', `${M}:1080`]) {
+    await assert.rejects(Sandbox.create('base', { network: { egressProxy: { address } } }), /egressProxy/, `${address} refused before the sandbox exists`)
+  }
+  await assert.rejects(Sandbox.create('base', { network: { egressProxy: { address: SOCKS, password: 'x' } } }), /username/)
+})
+
+test('rules and the egress proxy after pause/resume, in a fork and from a snapshot', { timeout: 300_000 }, async () => {
+  const secret = `follow-${Date.now()}`
+  const network = { denyOut: ['0.0.0.0/0'], allowOut: ['allowed.egress.test'], rules: secretRules(secret), egressProxy: proxyOpts() }
+  const sbx = await create({ network })
+  await hosts(sbx)
+  const check = async (box, label) => {
+    const before = (await socksSeen()).length
+    const p = recPath(label)
+    assert.equal(await curlCode(box, `https://allowed.egress.test${p}`), '200 A host=allowed.egress.test', label)
+    assert.equal(await seenHeader('A', p, 'Authorization'), `Bearer ${secret}`, `${label}: header`)
+    assert.deepEqual((await socksSeen()).slice(before), ['name allowed.egress.test:443'], `${label}: tunnelled`)
+    assert.equal(await reach(box, `http://${B}/`, 'B'), false, `${label}: B denied`)
+  }
+  await check(sbx, 'created')
+  assert.equal(await sbx.pause(), true)
+  const again = await Sandbox.connect(sbx.sandboxId)
+  await check(again, 'resumed')
+  const [fork] = await again.fork({ count: 1 })
+  live.add(fork)
+  await check(fork, 'fork')
+  await kill(fork)
+  const snap = await again.createSnapshot()
+  const child = await Sandbox.create(snap.snapshotId, { timeoutMs: 180_000 })
+  live.add(child)
+  await check(child, 'snapshot')
+  await kill(child)
+  await kill(sbx)
+})
+
+// serverScript answers every GET with the Host it got, over TLS when
+// given a certificate (for httpsPorts).
+const serverScript = `
+import http.server, ssl, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        b = ('host=' + self.headers.get('Host', '')).encode()
+        self.send_response(200); self.send_header('Content-Length', str(len(b))); self.end_headers(); self.wfile.write(b)
+    def log_message(self, *a): pass
+s = http.server.ThreadingHTTPServer(('0.0.0.0', int(sys.argv[1])), H)
+if len(sys.argv) > 2:
+    c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); c.load_cert_chain(sys.argv[2], sys.argv[3]); s.socket = c.wrap_socket(s.socket, server_side=True)
+s.serve_forever()
+`
+
+async function viaDataPlane(sbx, port, headers = {}) {
+  const res = await fetch(`${process.env.E2B_SANDBOX_URL}/`, { headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': String(port), ...headers } })
+  return `${res.status} ${await res.text()}`
+}
+
+test('data plane: maskRequestHost, httpsPorts, allowPublicTraffic false', { timeout: 240_000 }, async () => {
+  const sbx = await create({ network: { maskRequestHost: '${PORT}-masked.egress.test', httpsPorts: [8443], allowPublicTraffic: false } })
+  await sbx.files.write('/tmp/srv.py', serverScript)
+  await sbx.files.write('/tmp/inner.pem', process.env.EGRESS_INNER_CERT)
+  await sbx.files.write('/tmp/inner.key', process.env.EGRESS_INNER_KEY)
+  await sbx.commands.run('python3 /tmp/srv.py 8000', { background: true })
+  await sbx.commands.run('python3 /tmp/srv.py 8443 /tmp/inner.pem /tmp/inner.key', { background: true })
+  await waitFor('the servers', async () => (await run(sbx, 'ss -ltn | grep -c ":8000 \\|:8443 "')).stdout.trim() === '2', 15_000, 200)
+  assert.ok(sbx.trafficAccessToken, 'the create answered a traffic access token')
+  const token = { 'e2b-traffic-access-token': sbx.trafficAccessToken }
+  assert.match(await viaDataPlane(sbx, 8000), /^403 /, 'no token: 403')
+  assert.match(await viaDataPlane(sbx, 8000, { 'e2b-traffic-access-token': 'wrong' }), /^403 /, 'a wrong token: 403')
+  assert.equal(await viaDataPlane(sbx, 8000, token), '200 host=8000-masked.egress.test', 'the token: 200, and the Host is the mask')
+  assert.equal(await viaDataPlane(sbx, 8443, token), '200 host=8443-masked.egress.test', 'an httpsPorts port over TLS (self-signed)')
+  const info = await Sandbox.getInfo(sbx.sandboxId)
+  assert.equal(info.network.maskRequestHost, '${PORT}-masked.egress.test')
+  assert.deepEqual(info.network.httpsPorts, [8443])
+  assert.equal(info.network.allowPublicTraffic, false)
+  await kill(sbx)
+  await assert.rejects(Sandbox.create('base', { network: { httpsPorts: [49983] } }), /envd port/)
+})
