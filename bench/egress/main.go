@@ -1,9 +1,14 @@
 // Command egress measures what the egress proxy costs a sandbox: the
-// throughput of a 100 MiB HTTP download and the time to the first byte of
-// a small GET on a fresh connection (connect + request + answer), each
-// through the proxy (the sandbox's policy names a host, so its port 80 is
-// redirected) and direct (address rules only), medians printed as a
-// markdown section for docs/benchmarks.md.
+// throughput of a 100 MiB download and the time to the first byte of a
+// small GET on a fresh connection (connect, TLS handshake for HTTPS,
+// request, answer), over HTTP and HTTPS, direct (address rules only),
+// through the proxy (the sandbox's policy names a host, so its ports 80
+// and 443 are redirected; HTTPS stays end to end) and intercepted (a rules
+// header: the proxy terminates TLS with the egress CA and re-encrypts),
+// medians printed as a markdown section for docs/benchmarks.md.
+//
+// With -ca it measures instead what trusting the egress CA adds to
+// create → first command (ca.go).
 //
 // It uses the real kernel path — a sandbox network from internal/netns
 // with its nftables rules and redirect, the proxy of internal/egress, an
@@ -18,6 +23,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"io"
@@ -35,6 +42,7 @@ import (
 	"github.com/miekg/dns"
 	vnetns "github.com/vishvananda/netns"
 
+	"github.com/forkbox/forkbox/bench/benchd"
 	"github.com/forkbox/forkbox/internal/egress"
 	"github.com/forkbox/forkbox/internal/netns"
 	"github.com/forkbox/forkbox/internal/netpolicy"
@@ -50,14 +58,31 @@ const (
 )
 
 func main() {
+	var o benchd.Options
+	o.Flags(11)
 	sizeMiB := flag.Int("size", 100, "download size in MiB")
 	runs := flag.Int("runs", 5, "downloads per path")
 	pings := flag.Int("pings", 200, "small GETs per path for the first-byte latency")
+	ca := flag.Bool("ca", false, "measure instead what trusting the egress CA adds to create → first command (starts a daemon from -bin)")
+	creates := flag.Int("creates", 15, "with -ca: creates per measurement")
+	baseBin := flag.String("base-bin", "", "with -ca: also measure a daemon from this bin dir (a build without the egress CA) for comparison")
 	flag.Parse()
+	if *ca {
+		benchd.Main("egress-ca", func(ctx context.Context) error { return runCA(ctx, o, *baseBin, *creates) })
+		return
+	}
 	if err := run(*sizeMiB, *runs, *pings); err != nil {
 		fmt.Fprintln(os.Stderr, "egress bench:", err)
 		os.Exit(1)
 	}
+}
+
+// path is one way a sandbox's request goes out.
+type path struct {
+	label string
+	pol   netpolicy.Policy
+	tls   bool           // HTTPS on 443, else HTTP on 80
+	roots *x509.CertPool // what the client trusts (HTTPS)
 }
 
 func run(sizeMiB, runs, pings int) error {
@@ -67,7 +92,11 @@ func run(sizeMiB, runs, pings int) error {
 	if err := setupOutside(); err != nil {
 		return err
 	}
-	if err := startServer(int64(sizeMiB) << 20); err != nil {
+	cas, err := newCAs()
+	if err != nil {
+		return err
+	}
+	if err := startServer(int64(sizeMiB)<<20, cas.server); err != nil {
 		return err
 	}
 	res, stopDNS, err := startDNS()
@@ -75,7 +104,7 @@ func run(sizeMiB, runs, pings int) error {
 		return err
 	}
 	defer stopDNS()
-	m, p, stop, err := startProxy(ctx, res)
+	m, p, stop, err := startProxy(ctx, res, cas)
 	if err != nil {
 		return err
 	}
@@ -84,16 +113,12 @@ func run(sizeMiB, runs, pings int) error {
 	if err != nil {
 		return err
 	}
-	direct, proxied := policy(nil), policy([]string{name})
 	var rows [][4]string
-	for _, pth := range []struct {
-		label string
-		pol   netpolicy.Policy
-	}{{"direct (address rules)", direct}, {"through the egress proxy (allowOut name)", proxied}} {
+	for _, pth := range paths(cas) {
 		if err := m.SetPolicy(ctx, lease.ID, pth.pol); err != nil {
 			return err
 		}
-		mbps, ttfb, err := measure(lease.NSPath, sizeMiB, runs, pings)
+		mbps, ttfb, err := measure(lease.NSPath, pth, sizeMiB, runs, pings)
 		if err != nil {
 			return fmt.Errorf("%s: %w", pth.label, err)
 		}
@@ -106,9 +131,25 @@ func run(sizeMiB, runs, pings int) error {
 	return nil
 }
 
+// paths are the measured ways out: plain HTTP direct and through the
+// proxy; HTTPS direct, through the proxy end to end (an allowed name), and
+// intercepted (a rule sets a header: the proxy terminates TLS with the
+// egress CA and re-encrypts).
+func paths(cas *benchCAs) []path {
+	rule := netpolicy.Rules{AllowOut: []string{name}, Rules: map[string][]netpolicy.Rule{
+		name: {{Transform: &netpolicy.Transform{Headers: map[string]string{"Authorization": "Bearer bench"}}}}}}
+	return []path{
+		{label: "HTTP direct (address rules)", pol: policy(netpolicy.Rules{})},
+		{label: "HTTP through the egress proxy (allowOut name)", pol: policy(netpolicy.Rules{AllowOut: []string{name}})},
+		{label: "HTTPS direct (address rules)", pol: policy(netpolicy.Rules{}), tls: true, roots: cas.serverPool},
+		{label: "HTTPS through the proxy, end to end (allowOut name)", pol: policy(netpolicy.Rules{AllowOut: []string{name}}), tls: true, roots: cas.serverPool},
+		{label: "HTTPS intercepted (a rules header: egress CA, re-encrypted)", pol: policy(rule), tls: true, roots: cas.egressPool},
+	}
+}
+
 // startProxy makes the sandbox network manager and the proxy its
 // redirect points at; stop removes both.
-func startProxy(ctx context.Context, res *net.Resolver) (*netns.Manager, *egress.Proxy, func(), error) {
+func startProxy(ctx context.Context, res *net.Resolver, cas *benchCAs) (*netns.Manager, *egress.Proxy, func(), error) {
 	ln, err := net.Listen("tcp4", "0.0.0.0:0")
 	if err != nil {
 		return nil, nil, nil, err
@@ -129,6 +170,7 @@ func startProxy(ctx context.Context, res *net.Resolver) (*netns.Manager, *egress
 			return l.Policy, ok
 		}),
 		Resolver: res, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		CA: cas.egress, RootCAs: cas.serverPool,
 	})
 	if err != nil {
 		ln.Close()
@@ -139,8 +181,8 @@ func startProxy(ctx context.Context, res *net.Resolver) (*netns.Manager, *egress
 	return m, p, func() { p.Close(); m.Close(ctx) }, nil
 }
 
-func policy(names []string) netpolicy.Policy {
-	_, p, err := netpolicy.Compile(netpolicy.Rules{AllowOut: names}, true, nil)
+func policy(r netpolicy.Rules) netpolicy.Policy {
+	_, p, err := netpolicy.Compile(r, true, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -148,15 +190,16 @@ func policy(names []string) netpolicy.Policy {
 }
 
 // measure runs, inside nsPath, the downloads (median MiB/s) and the small
-// GETs (median and p90 ms to the first byte, fresh connection each). Every
-// socket is made on the namespace's locked thread.
-func measure(nsPath string, sizeMiB, runs, pings int) (float64, [2]float64, error) {
+// GETs (median and p90 ms to the first byte, fresh connection and, for
+// HTTPS, a full handshake each). Every socket is made on the namespace's
+// locked thread.
+func measure(nsPath string, pth path, sizeMiB, runs, pings int) (float64, [2]float64, error) {
 	var mbps []float64
 	var ttfb []float64
 	err := inNS(nsPath, func() error {
 		for i := 0; i < runs; i++ {
 			start := time.Now()
-			n, err := fetch("/big")
+			n, err := fetch(pth, "/big")
 			if err != nil {
 				return err
 			}
@@ -167,7 +210,7 @@ func measure(nsPath string, sizeMiB, runs, pings int) (float64, [2]float64, erro
 		}
 		for i := 0; i < pings; i++ {
 			start := time.Now()
-			if _, err := fetch("/small"); err != nil {
+			if _, err := fetch(pth, "/small"); err != nil {
 				return err
 			}
 			ttfb = append(ttfb, float64(time.Since(start).Microseconds())/1000)
@@ -183,14 +226,26 @@ func measure(nsPath string, sizeMiB, runs, pings int) (float64, [2]float64, erro
 }
 
 // fetch GETs path from the server by name on a new connection.
-func fetch(path string) (int64, error) {
-	c, err := net.DialTimeout("tcp4", serverIP+":80", 5*time.Second)
+func fetch(pth path, urlPath string) (int64, error) {
+	port := "80"
+	if pth.tls {
+		port = "443"
+	}
+	raw, err := net.DialTimeout("tcp4", serverIP+":"+port, 5*time.Second)
 	if err != nil {
 		return 0, err
 	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(time.Minute))
-	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, name)
+	defer raw.Close()
+	raw.SetDeadline(time.Now().Add(time.Minute))
+	c := raw
+	if pth.tls {
+		tc := tls.Client(raw, &tls.Config{ServerName: name, RootCAs: pth.roots, NextProtos: []string{"http/1.1"}})
+		if err := tc.Handshake(); err != nil {
+			return 0, err
+		}
+		c = tc
+	}
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", urlPath, name)
 	resp, err := http.ReadResponse(bufio.NewReaderSize(c, 64<<10), nil)
 	if err != nil {
 		return 0, err
@@ -206,26 +261,31 @@ func report(sizeMiB, runs, pings int, rows [][4]string) {
 	fmt.Printf("\n## Egress proxy: throughput and first-byte latency\n\n")
 	fmt.Printf("`go run ./bench/egress` (root; %d MiB download ×%d, %d small GETs on fresh connections, per path).\n", sizeMiB, runs, pings)
 	fmt.Printf("A sandbox network from internal/netns (nftables rules and redirect, no runsc), an outside\n")
-	fmt.Printf("server on TEST-NET-2 in its own namespace, the proxy resolving the allowed name through a\n")
-	fmt.Printf("DNS server on loopback. Medians; the first-byte time includes connect, request and answer.\n\n")
+	fmt.Printf("server on TEST-NET-2 in its own namespace (HTTP on 80, HTTPS on 443 with a test CA's\n")
+	fmt.Printf("certificate), the proxy resolving the allowed name through a DNS server on loopback. Medians;\n")
+	fmt.Printf("the first-byte time includes connect, the TLS handshake (HTTPS), request and answer.\n\n")
 	fmt.Printf("| path | download MiB/s | first byte ms (median) | first byte ms (p90) |\n|---|---|---|---|\n")
 	for _, r := range rows {
 		fmt.Printf("| %s | %s | %s | %s |\n", r[0], r[1], r[2], r[3])
 	}
 }
 
-// startServer serves /big (size bytes) and /small in the outside namespace.
-func startServer(size int64) error {
-	var ln net.Listener
+// startServer serves /big (size bytes) and /small in the outside
+// namespace, over HTTP on 80 and HTTPS on 443 (cert).
+func startServer(size int64, cert tls.Certificate) error {
+	var ln, lnTLS net.Listener
 	err := inNS("/var/run/netns/"+outNS, func() (err error) {
-		ln, err = net.Listen("tcp4", serverIP+":80")
+		if ln, err = net.Listen("tcp4", serverIP+":80"); err != nil {
+			return err
+		}
+		lnTLS, err = net.Listen("tcp4", serverIP+":443")
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	chunk := make([]byte, 1<<20)
-	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/small" {
 			io.WriteString(w, "ok")
 			return
@@ -236,7 +296,10 @@ func startServer(size int64) error {
 				return
 			}
 		}
-	}))
+	})
+	go http.Serve(ln, h)
+	srv := &http.Server{Handler: h, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
+	go srv.ServeTLS(lnTLS, "", "")
 	return nil
 }
 

@@ -23,24 +23,37 @@ type Issuer interface {
 
 // intercept serves a TLS connection whose SNI has a transform: the proxy
 // completes the sandbox's handshake with a certificate for sni from the
-// egress CA (which the sandbox trusts), offering only HTTP/1.1; judges the
-// first request's Host (it must be sni); and only then connects upstream
-// and verifies the server as any client would (system roots plus
-// Config.RootCAs), so a sandbox cannot make the proxy send its headers to
-// a server that does not hold sni's certificate. hello is the ClientHello
-// already read.
+// egress CA (which the sandbox trusts), offering only HTTP/1.1; meanwhile
+// it connects upstream and verifies the server as any client would
+// (system roots plus Config.RootCAs), so a sandbox cannot make the proxy
+// send its headers to a server that does not hold sni's certificate. No
+// request goes upstream before the first one's Host is judged (it must be
+// sni). hello is the ClientHello already read.
 func (p *Proxy) intercept(ctx context.Context, cn *conn, sni string, hello []byte, d decision) {
 	cert, err := p.leaves.get(sni)
 	if err != nil {
 		p.log.Warn("egress: cannot issue an interception certificate", "name", sni, "err", err)
 		return
 	}
+	hctx, cancel := context.WithTimeout(ctx, peekTimeout)
+	defer cancel()
+	upc := make(chan upstream, 1)
+	go func() { upc <- p.dialTLS(hctx, cn, d, sni) }()
+	var up upstream
+	received := false
+	defer func() {
+		if !received {
+			cancel() // the dial ends with hctx
+			up = <-upc
+		}
+		if up.conn != nil {
+			up.conn.Close()
+		}
+	}()
 	raw := &replayConn{Conn: cn.c, r: io.MultiReader(bytes.NewReader(hello), cn.br)}
 	client := tls.Server(raw, &tls.Config{
 		Certificates: []tls.Certificate{*cert}, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12,
 	})
-	hctx, cancel := context.WithTimeout(ctx, peekTimeout)
-	defer cancel()
 	if err := client.HandshakeContext(hctx); err != nil {
 		p.log.Debug("egress: sandbox's TLS handshake failed", "name", sni, "err", err)
 		return
@@ -54,22 +67,36 @@ func (p *Proxy) intercept(ctx context.Context, cn *conn, sni string, hello []byt
 		writeStatus(client, http.StatusMisdirectedRequest, "forkbox egress: Host "+req.Host+" is not the TLS server name "+sni)
 		return
 	}
-	up, err := p.dialFor(hctx, cn, d)
-	if err != nil {
-		p.log.Info("egress upstream unreachable", "dst", d.to, "name", sni, "err", err)
-		writeStatus(client, http.StatusBadGateway, "forkbox egress: "+sni+" unreachable")
-		return
-	}
-	defer up.Close()
-	server := tls.Client(up, &tls.Config{ServerName: sni, RootCAs: p.cfg.RootCAs, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
-	if err := server.HandshakeContext(hctx); err != nil {
-		p.log.Info("egress upstream TLS failed", "dst", d.to, "name", sni, "err", err)
-		writeStatus(client, http.StatusBadGateway, "forkbox egress: "+sni+": "+err.Error())
+	up, received = <-upc, true
+	if up.err != nil {
+		p.log.Info("egress upstream unreachable", "dst", d.to, "name", sni, "err", up.err)
+		writeStatus(client, http.StatusBadGateway, "forkbox egress: "+sni+": "+up.err.Error())
 		return
 	}
 	p.allowed.Add(1)
 	cn.c.SetReadDeadline(time.Time{})
-	p.exchange(cn, client, br, req, server, sni)
+	p.exchange(cn, client, br, req, up.conn, sni)
+}
+
+// upstream is an intercepted connection's verified server side.
+type upstream struct {
+	conn *tls.Conn
+	err  error
+}
+
+// dialTLS connects to d's destination and completes a verified TLS
+// handshake for sni, offering HTTP/1.1 only.
+func (p *Proxy) dialTLS(ctx context.Context, cn *conn, d decision, sni string) upstream {
+	c, err := p.dialFor(ctx, cn, d)
+	if err != nil {
+		return upstream{err: err}
+	}
+	tc := tls.Client(c, &tls.Config{ServerName: sni, RootCAs: p.cfg.RootCAs, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.Close()
+		return upstream{err: err}
+	}
+	return upstream{conn: tc}
 }
 
 // sameHost reports whether req, read on a connection judged for host,

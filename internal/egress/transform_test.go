@@ -223,7 +223,7 @@ func TestTLSInterception(t *testing.T) {
 	}
 }
 
-// A Host other than the SNI is refused before anything goes upstream.
+// A Host other than the SNI is refused before any request goes upstream.
 func TestTLSInterceptionHostMismatch(t *testing.T) {
 	h, srv, sandboxRoots, _ := tlsHarness(t, transformRules("allowed.test", "other.test"))
 	c := h.dial(fmt.Sprintf("%s:%d", goodIP, srv.port()))
