@@ -22,12 +22,8 @@ type networkFlags struct {
 	proxyPassword            string
 }
 
-func (a *app) sandboxNetworkCmd() *cobra.Command {
-	var nf networkFlags
-	cmd := &cobra.Command{
-		Use:   "network <sandbox-id>",
-		Short: "Show or replace a sandbox's egress rules",
-		Long: `Show the network settings of a sandbox or, with any of --allow-out, --deny-out,
+// networkLong is the help of `sandbox network`.
+const networkLong = `Show the network settings of a sandbox or, with any of --allow-out, --deny-out,
 --rule, --egress-proxy, --internet or --clear, replace its egress rules while it
 runs (E2B's updateNetwork). The new rule set replaces the old one whole: what is
 not given is cleared (an egress proxy too). Established connections stay up; new
@@ -47,7 +43,14 @@ sandbox trusts). Rules grant no access: list the domain in --allow-out too if
 --egress-proxy HOST:PORT tunnels the sandbox's outbound TCP through that SOCKS5
 proxy after the rules have filtered it, failing closed (UDP is not tunnelled).
 Its password comes from --egress-proxy-password or $FORKBOX_EGRESS_PROXY_PASSWORD
-and is never shown.`,
+and is never shown.`
+
+func (a *app) sandboxNetworkCmd() *cobra.Command {
+	var nf networkFlags
+	cmd := &cobra.Command{
+		Use:   "network <sandbox-id>",
+		Short: "Show or replace a sandbox's egress rules",
+		Long:  networkLong,
 		Example: `  forkbox sandbox network sbx0001
   forkbox sandbox network sbx0001 --deny-out 0.0.0.0/0 --allow-out api.example.com --allow-out 198.51.100.0/24
   forkbox sandbox network sbx0001 --allow-out api.example.com --rule 'api.example.com=Authorization:Bearer sk-…'

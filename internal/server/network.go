@@ -8,25 +8,37 @@ import (
 	"github.com/forkbox/forkbox/internal/sandbox"
 )
 
+// egressBody is the egress part of E2B's network objects, in a create
+// and in PUT /network.
+type egressBody struct {
+	AllowOut    []string                    `json:"allowOut"`
+	DenyOut     []string                    `json:"denyOut"`
+	Rules       map[string][]netpolicy.Rule `json:"rules"`
+	EgressProxy *netpolicy.EgressProxy      `json:"egressProxy"`
+}
+
+// rules is nil when b states nothing.
+func (b egressBody) rules() *netpolicy.Rules {
+	r := netpolicy.Rules{AllowOut: b.AllowOut, DenyOut: b.DenyOut, Rules: b.Rules, EgressProxy: b.EgressProxy}
+	if r.IsZero() {
+		return nil
+	}
+	return &r
+}
+
 // networkBody is SandboxNetworkConfig, the create request's network.
 type networkBody struct {
-	AllowPublicTraffic *bool                       `json:"allowPublicTraffic"`
-	AllowOut           []string                    `json:"allowOut"`
-	DenyOut            []string                    `json:"denyOut"`
-	Rules              map[string][]netpolicy.Rule `json:"rules"`
-	EgressProxy        *netpolicy.EgressProxy      `json:"egressProxy"`
-	MaskRequestHost    *string                     `json:"maskRequestHost"`
-	HTTPSPorts         []int                       `json:"httpsPorts"`
+	egressBody
+	AllowPublicTraffic *bool   `json:"allowPublicTraffic"`
+	MaskRequestHost    *string `json:"maskRequestHost"`
+	HTTPSPorts         []int   `json:"httpsPorts"`
 }
 
 // networkUpdateBody is SandboxNetworkUpdateConfig: the whole egress
 // policy of a running sandbox; an omitted field is cleared.
 type networkUpdateBody struct {
-	AllowInternetAccess *bool                       `json:"allow_internet_access"`
-	AllowOut            []string                    `json:"allowOut"`
-	DenyOut             []string                    `json:"denyOut"`
-	Rules               map[string][]netpolicy.Rule `json:"rules"`
-	EgressProxy         *netpolicy.EgressProxy      `json:"egressProxy"`
+	egressBody
+	AllowInternetAccess *bool `json:"allow_internet_access"`
 }
 
 // networkJSON is SandboxNetworkConfig as GET /sandboxes/{id} reports it:
@@ -53,7 +65,7 @@ func (s *Server) updateNetwork(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := sandbox.NetworkRequest{
-		Rules:         rulesOf(netpolicy.Rules{AllowOut: body.AllowOut, DenyOut: body.DenyOut, Rules: body.Rules, EgressProxy: body.EgressProxy}),
+		Rules:         body.rules(),
 		AllowInternet: body.AllowInternetAccess,
 	}
 	if _, err := s.mgr.SetNetwork(r.Context(), r.PathValue("id"), req); err != nil {
@@ -63,21 +75,12 @@ func (s *Server) updateNetwork(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// rulesOf is nil when r states nothing.
-func rulesOf(r netpolicy.Rules) *netpolicy.Rules {
-	if r.IsZero() {
-		return nil
-	}
-	return &r
-}
-
 // networkRules are the create body's egress rules (nil: none stated).
 func (b *createBody) networkRules() *netpolicy.Rules {
 	if b.Network == nil {
 		return nil
 	}
-	n := b.Network
-	return rulesOf(netpolicy.Rules{AllowOut: n.AllowOut, DenyOut: n.DenyOut, Rules: n.Rules, EgressProxy: n.EgressProxy})
+	return b.Network.rules()
 }
 
 // inbound is the create body's data-plane settings; nil when it states

@@ -28,14 +28,7 @@ type restartCase struct {
 // through the SOCKS5 server; the last also after a rollback.
 func TestEgressRulesSurviveRestart(t *testing.T) {
 	setupEgressOutside(t)
-	cert, caPEM := egressCert(t)
-	seen := newSeenLog()
-	startEgressServers(t, cert, seen)
-	socks := &socksServer{t: t, seen: seen}
-	if err := socks.start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(socks.stop)
+	seen, _, caPEM := startEgressWorld(t)
 	d := startDaemon(t, "--egress-dns", startEgressDNS(t), "--egress-ca-file", writeCAFile(t, caPEM))
 	ctx := daemontest.Context(t)
 	c := client.New(d.URL, d.APIKey)

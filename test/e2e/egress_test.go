@@ -227,14 +227,7 @@ func egressCert(t *testing.T) (tls.Certificate, string) {
 func TestEgressRules(t *testing.T) {
 	dir := jsDir(t)
 	setupEgressOutside(t)
-	cert, caPEM := egressCert(t)
-	seen := newSeenLog()
-	startEgressServers(t, cert, seen)
-	socks := &socksServer{t: t, seen: seen}
-	if err := socks.start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(socks.stop)
+	seen, socks, caPEM := startEgressWorld(t)
 	control := startControl(t, seen, socks)
 	innerCert, innerKey := selfSigned(t)
 	// The host reaches every server: the plumbing works, so what a

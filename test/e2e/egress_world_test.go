@@ -118,6 +118,22 @@ func (s *socksServer) stop() {
 	}
 }
 
+// startEgressWorld starts the outside servers (with a test CA's
+// certificate, whose PEM it returns) and the SOCKS5 server, recording what
+// they see; setupEgressOutside must have run.
+func startEgressWorld(t *testing.T) (*seenLog, *socksServer, string) {
+	t.Helper()
+	cert, caPEM := egressCert(t)
+	seen := newSeenLog()
+	startEgressServers(t, cert, seen)
+	socks := &socksServer{t: t, seen: seen}
+	if err := socks.start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(socks.stop)
+	return seen, socks, caPEM
+}
+
 // startControl serves the seen log and the SOCKS switch on loopback:
 // GET /headers?key=A%20/rec/x, GET /socks, POST /socks/stop, /socks/start.
 func startControl(t *testing.T, seen *seenLog, socks *socksServer) string {
