@@ -23,7 +23,7 @@ var privateTemplates = []string{"base", codeInterpreterTemplate}
 //
 // Why: a daemon installs its agent into <template-dir>/<t>/rootfs and
 // deletes every template image but its own (internal/template installAgent,
-// internal/daemon removeStaleImages). With other daemons of other builds
+// internal/daemon removeStaleSeeds). With other daemons of other builds
 // sharing the directory, the bench's template image vanished mid-run
 // ("image … is not a directory") and the bench in turn would delete
 // theirs. A private copy keeps both sides out of each other's way.

@@ -60,8 +60,9 @@ func shapes(ctx context.Context, o benchd.Options, n int) (shapeResult, error) {
 	return r, err
 }
 
-// warmLine matches the daemon's log line of an image of another shape made.
-var warmLine = regexp.MustCompile(`msg="template image ready".* image=\S+-c\d+-d\d+ boot=(\S+) checkpoint=(\S+)`)
+// warmLine matches the daemon's log line of an image of another shape made
+// (its content key is the template image's 16 hex digits and 12 of shape).
+var warmLine = regexp.MustCompile(`msg="template image ready".* image=templates/[0-9a-f]{28} boot=(\S+) checkpoint=(\S+)`)
 
 // warmTimes reads the boot and checkpoint times of the shaped images the
 // daemon logged making.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/forkbox/forkbox/client"
 	"github.com/forkbox/forkbox/internal/egress"
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/runtime/fake"
 	"github.com/forkbox/forkbox/internal/sandbox"
 	"github.com/forkbox/forkbox/internal/server"
@@ -83,14 +84,22 @@ func NewServer(t testing.TB) *Server {
 	s.rt.Handler = func(string) http.Handler { return newAgent() }
 	t.Cleanup(s.deleteAll)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	imageDir := t.TempDir()
+	content, err := images.OpenContent(imageDir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s.mgr, err = sandbox.New(sandbox.Config{
-		Runtime: s.rt, Store: st, Logger: log, AgentWait: 5 * time.Second, ImageDir: t.TempDir(),
+		Runtime: s.rt, Store: st, Logger: log, AgentWait: 5 * time.Second, ImageDir: imageDir, Content: content,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	builds, err := newBuilds(t, st, s.rt, log)
+	builds, err := newBuilds(t, st, s.rt, content, log)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := content.Collect(ctx); err != nil { // as the daemon does once all hold
 		t.Fatal(err)
 	}
 	srv, err := server.New(server.Config{Manager: s.mgr, Keys: st, Logger: log, Templates: builds, Egress: s.Denials})

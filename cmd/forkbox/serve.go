@@ -39,6 +39,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 	mirrors, _ := f.GetStringArray("registry-mirror")
 	insecure, _ := f.GetStringArray("insecure-registry")
 	readyTimeout, _ := f.GetDuration("template-ready-timeout")
+	blobCache, _ := f.GetInt("oci-blob-cache")
 	maxCPUs, _ := f.GetInt("max-sandbox-cpus")
 	maxMem, _ := f.GetInt("max-sandbox-memory")
 	maxDisk, _ := f.GetInt("max-sandbox-disk")
@@ -49,8 +50,9 @@ func serve(cmd *cobra.Command, _ []string) error {
 		SweepInterval: sweep, DefaultTimeout: timeout, NetworkIndex: netIndex, PoolSize: poolSize, PoolRecent: poolRecent, Standby: standby, CloneConcurrency: cloneConc,
 		MaxSandboxes:  maxSandboxes,
 		HostHugePages: hugePages, Egress: eg, RegistryMirrors: mirrors, InsecureRegistries: insecure, TemplateReadyTimeout: readyTimeout,
-		Limits: sandbox.Limits{MaxCPUs: maxCPUs, MaxMemoryMB: maxMem, MaxDiskMB: maxDisk},
-		Logger: log, Out: cmd.ErrOrStderr(),
+		OCIBlobCacheMB: blobCache,
+		Limits:         sandbox.Limits{MaxCPUs: maxCPUs, MaxMemoryMB: maxMem, MaxDiskMB: maxDisk},
+		Logger:         log, Out: cmd.ErrOrStderr(),
 	})
 }
 

@@ -63,5 +63,7 @@ SIGTERM; paused sandboxes and snapshots survive restarts in --data-dir.`,
 	f.StringArray("registry-mirror", nil, "HOST=URL: pull images of registry HOST from the mirror at URL first (repeatable, one per host), e.g. docker.io=http://127.0.0.1:5000")
 	f.Duration("template-ready-timeout", 2*time.Minute, "how long a template build's ready command may take to succeed before the build fails")
 	f.StringArray("insecure-registry", nil, "registry HOST that may be spoken to over plain HTTP or unverified TLS (repeatable; loopback registries always may)")
+	f.Int("oci-blob-cache", 1024, "MiB of pulled image layers (compressed) kept after their images are unpacked, so a later pull skips the download; "+
+		"the least recently used go first (0: none kept, -1: no bound)")
 	return cmd
 }

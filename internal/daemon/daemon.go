@@ -19,7 +19,6 @@ import (
 	"github.com/forkbox/forkbox/internal/eventlog"
 	"github.com/forkbox/forkbox/internal/netpolicy"
 	"github.com/forkbox/forkbox/internal/runtime"
-	"github.com/forkbox/forkbox/internal/runtime/gvisor"
 	"github.com/forkbox/forkbox/internal/sandbox"
 	"github.com/forkbox/forkbox/internal/server"
 	"github.com/forkbox/forkbox/internal/store"
@@ -71,6 +70,9 @@ type Options struct {
 	// TemplateReadyTimeout bounds a template build's ready command
 	// (--template-ready-timeout; 0: build.DefaultReadyTimeout).
 	TemplateReadyTimeout time.Duration
+	// OCIBlobCacheMB bounds the pulled layer blobs kept once their images
+	// are unpacked (--oci-blob-cache; negative: no bound).
+	OCIBlobCacheMB int
 	// Limits bound each sandbox's request; zero fields default to the
 	// host's CPUs, memory and free disk under DataDir (limits.go).
 	Limits sandbox.Limits
@@ -116,10 +118,11 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	tpls, err := ensureTemplates(ctx, o)
+	tpls, imgs, err := templatesAndImages(ctx, o, st)
 	if err != nil {
 		return err
 	}
+	defer imgs.content.Flush()
 	den := egress.NewDenials()
 	rt, closeRuntime, err := newRuntime(ctx, o, den)
 	if err != nil {
@@ -128,13 +131,16 @@ func Run(ctx context.Context, o Options) error {
 	defer closeRuntime(context.WithoutCancel(ctx))
 	met := newMetrics()
 	met.reg.MustRegister(den)
-	mgr, err := newManager(ctx, o, rt, st, tpls, met)
+	mgr, err := newManager(ctx, o, rt, st, imgs, tpls, met)
 	if err != nil {
 		return err
 	}
 	den.SetSink(func(id string, d netpolicy.Denial) { _ = mgr.AppendEvent(id, egressEvent(d)) })
-	builds, err := newBuilds(ctx, o, rt, st, mgr)
+	builds, err := newBuilds(ctx, o, rt, st, imgs.content, mgr)
 	if err != nil {
+		return err
+	}
+	if err := imgs.collect(ctx, o.Logger); err != nil {
 		return err
 	}
 	met.watch(mgr, rt)
@@ -147,7 +153,7 @@ func Run(ctx context.Context, o Options) error {
 
 // newManager builds the sandbox Manager with its event log, recovers what a
 // previous daemon left and warms the built-in templates.
-func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.Store, tpls []*store.Template, obs sandbox.Observer) (*sandbox.Manager, error) {
+func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.Store, imgs *imageStores, tpls []*store.Template, obs sandbox.Observer) (*sandbox.Manager, error) {
 	events, err := eventlog.Open(filepath.Join(o.DataDir, "events"), 0)
 	if err != nil {
 		return nil, err
@@ -161,7 +167,7 @@ func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.St
 		Runtime: rt, Store: st, Logger: o.Logger, Events: events, Observer: obs, MaxSandboxes: o.MaxSandboxes,
 		DefaultTimeout: o.DefaultTimeout, SweepInterval: o.SweepInterval,
 		AgentArgs: []string{template.AgentInRootFS}, ClientID: hostname(),
-		ImageDir: filepath.Join(o.DataDir, "images"),
+		Images: imgs.disk, Content: imgs.content,
 		PoolSize: o.PoolSize, PoolTemplates: []string{template.BaseID, template.CodeInterpreterID}, PoolRecent: o.PoolRecent,
 		CloneConcurrency: o.CloneConcurrency, NetworkOpened: o.Egress.Open,
 		CheckNetwork: o.Egress.checkNetwork, EgressCA: o.Egress.caPEM,
@@ -173,7 +179,7 @@ func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.St
 		return nil, fmt.Errorf("recover sandboxes: %w", err)
 	}
 	for _, tpl := range tpls {
-		if err := warmTemplate(ctx, mgr, st, tpl, o); err != nil {
+		if err := warmTemplate(ctx, mgr, imgs.content, st, tpl, o); err != nil {
 			return nil, err
 		}
 	}
@@ -267,6 +273,17 @@ func hostname() string {
 	return h
 }
 
+// templatesAndImages builds (once) the built-in templates' root
+// filesystems and opens the image stores.
+func templatesAndImages(ctx context.Context, o Options, st *store.Store) ([]*store.Template, *imageStores, error) {
+	tpls, err := ensureTemplates(ctx, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	imgs, err := openImages(ctx, o, st)
+	return tpls, imgs, err
+}
+
 // ensureTemplates builds (once) the built-in templates' root filesystems:
 // base, and the code interpreter on top of it.
 func ensureTemplates(ctx context.Context, o Options) ([]*store.Template, error) {
@@ -280,21 +297,4 @@ func ensureTemplates(ctx context.Context, o Options) ([]*store.Template, error) 
 		return nil, fmt.Errorf("code interpreter template: %w", err)
 	}
 	return []*store.Template{base, ci}, nil
-}
-
-// warmTemplate gives the base template a ready-booted image (created
-// sandboxes are restores of it) and records the template.
-func warmTemplate(ctx context.Context, mgr *sandbox.Manager, st *store.Store, tpl *store.Template, o Options) error {
-	key, err := imageKey(tpl.Version+"|"+gvisor.Flags, o.AgentPath, o.RunscPath)
-	if err != nil {
-		return err
-	}
-	dir := filepath.Join(o.TemplateDir, tpl.ID)
-	image := filepath.Join(dir, "image-"+key)
-	fmt.Fprintf(o.Out, "template %s: preparing a booted image\n", tpl.ID)
-	if err := mgr.WarmTemplate(ctx, tpl, image); err != nil {
-		return fmt.Errorf("template %s image: %w", tpl.ID, err)
-	}
-	removeStaleImages(dir, image)
-	return st.PutTemplate(ctx, tpl)
 }

@@ -10,10 +10,11 @@ import (
 	"time"
 )
 
-// removeStaleImages keeps the current image, its shaped images and what a
-// live process is warming, and removes old images of other builds and the
-// scratch of a warm whose daemon died.
-func TestRemoveStaleImages(t *testing.T) {
+// removeStaleSeeds keeps a shared template dir's current seed, recent
+// seeds of other builds and what a live process is writing, and removes
+// old seeds (an image of another shape that older daemons left among them)
+// and the scratch of a daemon that died writing one.
+func TestRemoveStaleSeeds(t *testing.T) {
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
@@ -38,9 +39,9 @@ func TestRemoveStaleImages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	removeStaleImages(dir, keep)
+	removeStaleSeeds(dir, keep)
 	got := dirNames(dir)
-	want := []string{"image-cur", "image-cur-c1-d700", fmt.Sprintf("image-cur-c2-d512.tmp-%d-abc", os.Getpid()), "image-recent", "rootfs"}
+	want := []string{"image-cur", fmt.Sprintf("image-cur-c2-d512.tmp-%d-abc", os.Getpid()), "image-recent", "rootfs"}
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("left %v, want %v", got, want)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/oci"
 	"github.com/forkbox/forkbox/internal/runtime"
 	"github.com/forkbox/forkbox/internal/runtime/gvisor"
@@ -14,10 +15,11 @@ import (
 )
 
 // newBuilds opens the template build service: images pulled into
-// DataDir/oci (with the configured mirrors), uploads, layers and built
-// templates under DataDir/builds. pools (the sandbox Manager) hears of
-// built and deleted templates, whose sandboxes it may keep restored ahead.
-func newBuilds(ctx context.Context, o Options, rt runtime.Runtime, st *store.Store, pools build.Pools) (*build.Service, error) {
+// DataDir/oci (with the configured mirrors), uploads, scratch and template
+// records under DataDir/builds, layers and template images in the content
+// store. pools (the sandbox Manager) hears of built and deleted templates,
+// whose sandboxes it may keep restored ahead.
+func newBuilds(ctx context.Context, o Options, rt runtime.Runtime, st *store.Store, content images.ContentStore, pools build.Pools) (*build.Service, error) {
 	mirrors := map[string]string{}
 	for _, m := range o.RegistryMirrors {
 		host, u, err := oci.ParseMirror(m)
@@ -26,7 +28,12 @@ func newBuilds(ctx context.Context, o Options, rt runtime.Runtime, st *store.Sto
 		}
 		mirrors[host] = u
 	}
-	images, err := oci.New(oci.Options{CacheDir: filepath.Join(o.DataDir, "oci"), Mirrors: mirrors, Insecure: o.InsecureRegistries})
+	blobCache := int64(o.OCIBlobCacheMB) << 20
+	if o.OCIBlobCacheMB < 0 {
+		blobCache = -1
+	}
+	pulls, err := oci.New(oci.Options{CacheDir: filepath.Join(o.DataDir, "oci"), Mirrors: mirrors, Insecure: o.InsecureRegistries,
+		BlobCacheBytes: blobCache})
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +47,7 @@ func newBuilds(ctx context.Context, o Options, rt runtime.Runtime, st *store.Sto
 		return nil, err
 	}
 	return build.New(build.Config{
-		Runtime: rt, Store: st, Images: images, Uploads: uploads, Dir: dir,
+		Runtime: rt, Store: st, Images: pulls, Content: content, Uploads: uploads, Dir: dir,
 		AgentPath: o.AgentPath, AgentArgs: []string{template.AgentInRootFS},
 		BaseTemplate: template.BaseID, ImageSalt: salt, Logger: o.Logger, ReadyTimeout: o.TemplateReadyTimeout,
 		Pools: pools, HostCABundle: template.HostCABundle,

@@ -4,23 +4,24 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
 )
 
-// ContentKind is a kind of content-addressed entry of template builds.
+// ContentKind is a kind of content-addressed entry.
 type ContentKind string
 
 // The kinds of content.
 const (
-	// KindLayer is a build step's root filesystem, a whole tree sharing
-	// the files the step did not change with its parent by hard link.
+	// KindLayer is a root filesystem: an OCI image unpacked, a built-in
+	// template's imported, or a build step's result (a whole tree sharing
+	// the files the step did not change with its parent by hard link).
 	KindLayer ContentKind = "layers"
-	// KindTemplateImage is a start-ready template's memory and files.
-	KindTemplateImage ContentKind = "images"
+	// KindTemplateImage is a template's booted sandbox, memory and files:
+	// what a sandbox of the template is restored from.
+	KindTemplateImage ContentKind = "templates"
 )
 
 // ContentKinds lists every kind of content.
@@ -29,12 +30,21 @@ var ContentKinds = []ContentKind{KindLayer, KindTemplateImage}
 // ContentRef names one entry: its kind and its key (the hex digest of what
 // made it: a build step's cache key, an image's inputs).
 type ContentRef struct {
-	Kind ContentKind
-	Key  string
+	Kind ContentKind `json:"kind"`
+	Key  string      `json:"key"`
 }
+
+// Layer is the ref of layer key.
+func Layer(key string) ContentRef { return ContentRef{KindLayer, key} }
+
+// TemplateImage is the ref of template image key.
+func TemplateImage(key string) ContentRef { return ContentRef{KindTemplateImage, key} }
 
 // String names the ref as kind/key, for logs.
 func (r ContentRef) String() string { return string(r.Kind) + "/" + r.Key }
+
+// IsZero reports the zero ref (no entry).
+func (r ContentRef) IsZero() bool { return r == ContentRef{} }
 
 // Validate refuses refs that could escape the store.
 func (r ContentRef) Validate() error {
@@ -47,235 +57,153 @@ func (r ContentRef) Validate() error {
 	return nil
 }
 
-// HolderKind is what holds a reference to content.
+// Find returns the first ref of kind in refs: a sandbox runs on at most one
+// layer and was started from at most one template image.
+func Find(refs []ContentRef, kind ContentKind) (ContentRef, bool) {
+	for _, r := range refs {
+		if r.Kind == kind {
+			return r, true
+		}
+	}
+	return ContentRef{}, false
+}
+
+// HolderKind is what holds references to content.
 type HolderKind string
 
-// The kinds of holder.
+// The kinds of holder. Each kind has one owner that records its holders'
+// references and releases them when the holder goes.
 const (
-	// HolderTemplate is a template (ID: the template id) — its builds'
-	// layers and images, while it exists.
-	HolderTemplate HolderKind = "template"
-	// HolderBuild is a build in progress (ID: the build id).
-	HolderBuild HolderKind = "build"
-	// HolderSandbox is a sandbox (any state) running on the content.
+	// HolderSandbox is a sandbox, in any state but killed, by id: what it
+	// runs on (the sandbox Manager).
 	HolderSandbox HolderKind = "sandbox"
-	// HolderSnapshot is a snapshot whose sandbox ran on the content.
+	// HolderSnapshot is a snapshot by id: what its sandboxes will run on
+	// (the sandbox Manager).
 	HolderSnapshot HolderKind = "snapshot"
+	// HolderTemplate is a user-built template by id: its kept builds'
+	// layers and images (the template build service).
+	HolderTemplate HolderKind = "template"
+	// HolderBuild is a build in progress by build id: what it made or
+	// reused so far (the template build service).
+	HolderBuild HolderKind = "build"
+	// HolderBuiltin is a template forkbox ships, by id: its booted image
+	// (the daemon, through Manager.WarmTemplate).
+	HolderBuiltin HolderKind = "builtin"
 )
 
-// Reference says that Holder uses content Ref.
-type Reference struct {
-	Holder HolderKind
-	ID     string
-	Ref    ContentRef
+// Holder is one holder of references.
+type Holder struct {
+	Kind HolderKind `json:"kind"`
+	ID   string     `json:"id"`
 }
 
-// ContentStore keeps the content-addressed layers and images of template
-// builds. Entries are directories: Create hands out a local one to write,
-// Path names where a committed one is read, so an object-store backend
-// implements it with a local cache (upload at Commit, fetch on Path/Has)
-// instead of a rewrite of its callers. Which entries stay is decided by
-// Collect from typed references. Its conformance suite is
-// imagestest.RunContent; Content is the disk backend.
-type ContentStore interface {
-	// Path is where committed entry ref is (or would be) read.
-	Path(ref ContentRef) string
-	// Has reports whether ref is committed.
-	Has(ref ContentRef) bool
-	// Create returns a new empty local directory to write entry ref into;
-	// several writers may create one ref at once and the first Commit wins.
-	Create(ref ContentRef) (dir string, err error)
-	// Commit seals dir (from Create) as ref; a later writer's dir is dropped.
-	Commit(ref ContentRef, dir string) error
-	// CommitOn is Commit for an entry made on layer on (see MadeOn).
-	CommitOn(ref ContentRef, dir string, on ContentRef) error
-	// Abort drops a directory from Create.
-	Abort(dir string) error
-	// MadeOn maps each layer to the committed entries of kind made on it.
-	MadeOn(kind ContentKind) map[ContentRef][]ContentRef
-	// RefOf returns the entry a path from Path names (false for others).
-	RefOf(path string) (ContentRef, bool)
-	// Collect removes every committed entry no reference holds and
-	// returns what it removed.
-	Collect(ctx context.Context, refs []Reference) ([]ContentRef, error)
-}
+// String names the holder as kind:id, for logs and errors.
+func (h Holder) String() string { return string(h.Kind) + ":" + h.ID }
 
-var _ ContentStore = (*Content)(nil)
-
-// Content is the content-addressed store of template layers and images on
-// disk: root/<kind>/<key> is a committed entry, root/<kind>/.new-… one
-// being written or removed. Entries are immutable once committed. Which
-// entries stay is decided by Collect from typed references; a crash
-// leaves only .new- entries, which OpenContent removes.
-type Content struct {
-	root string
-}
-
-// OpenContent returns the store rooted at root, creating it, and removes
-// what a previous process left half-written or half-removed.
-func OpenContent(root string) (*Content, error) {
-	for _, k := range ContentKinds {
-		dir := filepath.Join(root, string(k))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("content store: %w", err)
-		}
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			return nil, fmt.Errorf("content store: %w", err)
-		}
-		for _, e := range ents {
-			// .tmp- names the partial images of stores before this one.
-			if strings.HasPrefix(e.Name(), partialPrefix) || strings.Contains(e.Name(), ".tmp-") {
-				os.RemoveAll(filepath.Join(dir, e.Name()))
-			}
-		}
+func (h Holder) validate() error {
+	switch h.Kind {
+	case HolderSandbox, HolderSnapshot, HolderTemplate, HolderBuild, HolderBuiltin:
+	default:
+		return fmt.Errorf("holder kind %q: %w", h.Kind, errdefs.ErrInvalidArgument)
 	}
-	return &Content{root: root}, nil
-}
-
-// Path is where committed entry ref is (or would be).
-func (c *Content) Path(ref ContentRef) string {
-	return filepath.Join(c.root, string(ref.Kind), ref.Key)
-}
-
-// Has reports whether ref is committed.
-func (c *Content) Has(ref ContentRef) bool {
-	_, err := os.Stat(c.Path(ref))
-	return err == nil
-}
-
-// Create returns a new empty directory to write entry ref into. Several
-// writers may create the same ref at once; the first Commit wins.
-func (c *Content) Create(ref ContentRef) (string, error) {
-	if err := ref.Validate(); err != nil {
-		return "", err
-	}
-	return os.MkdirTemp(filepath.Join(c.root, string(ref.Kind)), partialPrefix+ref.Key+"-")
-}
-
-// Commit seals dir (from Create) as ref. When ref is already committed
-// (another writer of the same content was first), dir is dropped.
-func (c *Content) Commit(ref ContentRef, dir string) error {
-	if err := ref.Validate(); err != nil {
-		return err
-	}
-	if err := os.Rename(dir, c.Path(ref)); err != nil {
-		if c.Has(ref) {
-			return c.Abort(dir)
-		}
-		return fmt.Errorf("commit %s: %w", ref, err)
+	if h.ID == "" {
+		return fmt.Errorf("holder %s has no id: %w", h.Kind, errdefs.ErrInvalidArgument)
 	}
 	return nil
 }
 
-// Abort drops a directory from Create.
-func (c *Content) Abort(dir string) error {
-	if !strings.HasPrefix(filepath.Base(dir), partialPrefix) {
-		return fmt.Errorf("%s is not an entry being written: %w", dir, errdefs.ErrInvalidArgument)
-	}
-	return os.RemoveAll(dir)
+// Reference says that Holder uses content Ref.
+type Reference struct {
+	Holder Holder
+	Ref    ContentRef
 }
 
-// onSuffix names the file beside an entry that names the layer the entry
-// was made on.
-const onSuffix = ".on"
-
-// CommitOn is Commit for an entry made on layer on (a template image of a
-// sandbox running on that root filesystem): MadeOn finds it from the layer.
-func (c *Content) CommitOn(ref ContentRef, dir string, on ContentRef) error {
-	if err := on.Validate(); err != nil {
-		return err
-	}
-	side := c.Path(ref) + onSuffix
-	if err := os.WriteFile(side+".tmp", []byte(on.Key), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(side+".tmp", side); err != nil {
-		return err
-	}
-	return c.Commit(ref, dir)
+// ContentStore keeps content-addressed root filesystems (layers) and
+// template images, and decides from typed references which stay: an entry
+// lives while a holder holds it, and goes at once when its last holder
+// releases it. Entries are immutable once committed.
+//
+// The references are recorded by their owners (see HolderKind): each
+// records what its holders hold in its own records (a sandbox's, a
+// snapshot's or a template's content refs) and sets them here again at
+// start. Until the first Collect after opening, a last release removes
+// nothing, so an owner that sets its holders after another has released
+// one of its own never finds a shared entry gone; Collect then removes what
+// no holder holds and arms removal on last release.
+//
+// Entries are directories in and out (Create hands out a local one to
+// write, Open a local one to read), so an object-store backend implements
+// the interface with a local cache — upload at Commit, download on Open —
+// and its callers stay as they are. Its conformance suite is
+// imagestest.RunContent; Content is the disk backend.
+type ContentStore interface {
+	// Create returns a new, empty local directory to write entry ref into;
+	// several writers may create one ref at once.
+	Create(ctx context.Context, ref ContentRef) (dir string, err error)
+	// Commit seals dir as ref and records that h holds it, in one step: an
+	// entry never exists unheld. dir is one from Create, or a local
+	// directory of the caller's own that it hands over (a build's scratch);
+	// either way the caller must not use it after. When ref is committed
+	// already (another writer was first) dir is dropped and h holds the
+	// committed entry.
+	Commit(ctx context.Context, ref ContentRef, dir string, h Holder) error
+	// Abort drops a directory from Create.
+	Abort(ctx context.Context, dir string) error
+	// Open returns a local directory holding committed entry ref, to read
+	// (never to write); ErrNotFound when there is none. The caller holds
+	// ref, or it may go while read.
+	Open(ctx context.Context, ref ContentRef) (dir string, err error)
+	// List returns the committed entries of a kind.
+	List(ctx context.Context, kind ContentKind) ([]ContentRef, error)
+	// Hold records that h holds refs too. It fails with ErrNotFound, and
+	// holds none of them, when one is not committed: taking a reference
+	// and checking the entry is there are one step.
+	Hold(ctx context.Context, h Holder, refs ...ContentRef) error
+	// Set makes refs exactly what h holds (none: h holds nothing), with
+	// Hold's check; entries h no longer holds go if nothing else does.
+	Set(ctx context.Context, h Holder, refs []ContentRef) error
+	// Release drops every reference of h; the entries nothing holds any
+	// more go.
+	Release(ctx context.Context, h Holder) error
+	// References lists every reference held.
+	References(ctx context.Context) ([]Reference, error)
+	// Collect removes every committed entry no holder holds and returns
+	// what it removed; from then on a last release removes at once.
+	Collect(ctx context.Context) ([]ContentRef, error)
 }
 
-// MadeOn maps each layer to the committed entries of kind made on it (see
-// CommitOn): what a sandbox running on that layer may still read (its
-// template's image).
-func (c *Content) MadeOn(kind ContentKind) map[ContentRef][]ContentRef {
-	all, _ := c.List(kind)
-	out := map[ContentRef][]ContentRef{}
-	for _, ref := range all {
-		if b, err := os.ReadFile(c.Path(ref) + onSuffix); err == nil {
-			on := ContentRef{KindLayer, string(b)}
-			out[on] = append(out[on], ref)
-		}
+// Import commits a copy of local directory src as entry ref held by h,
+// sharing src's files by hard link where it can (the same filesystem):
+// src must never be written again. An entry already there is only held.
+func Import(ctx context.Context, s ContentStore, ref ContentRef, src string, h Holder) error {
+	if err := s.Hold(ctx, h, ref); err == nil {
+		return nil
 	}
-	return out
-}
-
-// RefOf returns the entry a path names (a sandbox's root filesystem, a
-// template's image directory), if it is one of this store's.
-func (c *Content) RefOf(path string) (ContentRef, bool) {
-	rel, err := filepath.Rel(c.root, filepath.Clean(path))
+	dir, err := s.Create(ctx, ref)
 	if err != nil {
-		return ContentRef{}, false
+		return err
 	}
-	kind, key, ok := strings.Cut(rel, string(filepath.Separator))
-	ref := ContentRef{ContentKind(kind), key}
-	if !ok || ref.Validate() != nil {
-		return ContentRef{}, false
+	if err := linkOrCopyTree(src, dir); err != nil {
+		s.Abort(context.WithoutCancel(ctx), dir)
+		return fmt.Errorf("import %s into %s: %w", src, ref, err)
 	}
-	return ref, true
+	return s.Commit(ctx, ref, dir, h)
 }
 
-// List returns the committed entries of a kind.
-func (c *Content) List(kind ContentKind) ([]ContentRef, error) {
-	ents, err := os.ReadDir(filepath.Join(c.root, string(kind)))
+// Export copies committed entry ref into local directory dst, which must
+// not exist, sharing its files by hard link where it can: a copy for
+// others to read (another daemon's template cache), never to write.
+func Export(ctx context.Context, s ContentStore, ref ContentRef, dst string) error {
+	src, err := s.Open(ctx, ref)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var out []ContentRef
-	for _, e := range ents {
-		if ref := (ContentRef{kind, e.Name()}); ref.Validate() == nil {
-			out = append(out, ref)
-		}
+	if err := os.Mkdir(dst, 0o755); err != nil {
+		return err
 	}
-	return out, nil
-}
-
-// Counts returns how many references each entry has.
-func Counts(refs []Reference) map[ContentRef]int {
-	n := map[ContentRef]int{}
-	for _, r := range refs {
-		n[r.Ref]++
+	if err := linkOrCopyTree(src, dst); err != nil {
+		os.RemoveAll(dst)
+		return fmt.Errorf("export %s to %s: %w", ref, dst, err)
 	}
-	return n
-}
-
-// Collect removes every committed entry no reference holds and returns
-// what it removed. An entry goes by a rename to a .new- name first, so a
-// crash mid-removal leaves nothing Path finds. The caller makes sure no
-// new reference appears meanwhile (the build service holds its lock).
-func (c *Content) Collect(ctx context.Context, refs []Reference) ([]ContentRef, error) {
-	counts := Counts(refs)
-	var removed []ContentRef
-	for _, k := range ContentKinds {
-		all, err := c.List(k)
-		if err != nil {
-			return removed, err
-		}
-		for _, ref := range all {
-			if counts[ref] > 0 {
-				continue
-			}
-			gone := filepath.Join(c.root, string(k), partialPrefix+"gc-"+ref.Key)
-			if err := os.Rename(c.Path(ref), gone); err != nil {
-				return removed, fmt.Errorf("collect %s: %w", ref, err)
-			}
-			if err := os.RemoveAll(gone); err != nil {
-				return removed, fmt.Errorf("collect %s: %w", ref, err)
-			}
-			os.Remove(c.Path(ref) + onSuffix)
-			removed = append(removed, ref)
-		}
-	}
-	return removed, nil
+	return nil
 }

@@ -13,33 +13,40 @@ import (
 
 func key(c byte) string { return strings.Repeat(string(c), 64) }
 
-// TestContentCollectLeavesNoDirectory: on disk, a collected entry and its
-// side file are gone, no .new- directory of the removal stays, and a
-// second writer's directory is dropped (the behaviour itself is in
-// imagestest.RunContent).
-func TestContentCollectLeavesNoDirectory(t *testing.T) {
+// TestContentReleaseFreesTheDisk: on disk, an entry whose last holder let
+// go is gone once the background removal is done (Flush), no .new-
+// directory of the removal stays, and a second writer's directory is
+// dropped (the behaviour itself is in imagestest.RunContent).
+func TestContentReleaseFreesTheDisk(t *testing.T) {
+	ctx := context.Background()
 	root := t.TempDir()
 	c, err := OpenContent(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	layer, img := ContentRef{KindLayer, key('a')}, ContentRef{KindTemplateImage, key('b')}
-	dir, _ := c.Create(layer)
-	dup, _ := c.Create(layer)
-	if err := c.Commit(layer, dir); err != nil {
+	b := Holder{HolderBuild, "b1"}
+	layer, img := Layer(key('a')), TemplateImage(key('b'))
+	dir, _ := c.Create(ctx, layer)
+	dup, _ := c.Create(ctx, layer)
+	os.WriteFile(filepath.Join(dup, "big"), make([]byte, 1<<20), 0o644)
+	if err := c.Commit(ctx, layer, dir, b); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Commit(layer, dup); err != nil {
+	if err := c.Commit(ctx, layer, dup, b); err != nil {
 		t.Fatal(err)
 	}
-	dir, _ = c.Create(img)
-	if err := c.CommitOn(img, dir, layer); err != nil {
+	dir, _ = c.Create(ctx, img)
+	if err := c.Commit(ctx, img, dir, b); err != nil {
 		t.Fatal(err)
 	}
-	if removed, err := c.Collect(context.Background(), nil); err != nil || len(removed) != 2 {
+	if removed, err := c.Collect(ctx); err != nil || len(removed) != 0 {
 		t.Fatalf("collect: %v %v", removed, err)
 	}
-	for _, k := range ContentKinds {
+	if err := c.Release(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	c.Flush()
+	for _, k := range append(ContentKinds, trashDir) {
 		if ents, _ := os.ReadDir(filepath.Join(root, string(k))); len(ents) != 0 {
 			t.Errorf("left in %s/: %v", k, ents)
 		}
@@ -49,44 +56,25 @@ func TestContentCollectLeavesNoDirectory(t *testing.T) {
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 func TestOpenContentRecovers(t *testing.T) {
+	ctx := context.Background()
 	root := t.TempDir()
 	c, _ := OpenContent(root)
-	ref := ContentRef{KindLayer, key('d')}
-	half, _ := c.Create(ref) // a build killed mid-step
+	ref := Layer(key('d'))
+	half, _ := c.Create(ctx, ref) // a build killed mid-step
 	os.WriteFile(filepath.Join(half, "partial"), nil, 0o644)
-	gc := filepath.Join(root, "layers", partialPrefix+"gc-"+key('e')) // killed mid-collect
+	gc := filepath.Join(root, trashDir, "1-layers-"+key('e')) // killed mid-removal
 	os.MkdirAll(gc, 0o755)
-	old := filepath.Join(root, "images", key('f')+".tmp-x") // the old store's partial image
+	old := filepath.Join(root, "templates", key('f')+".tmp-x") // the old store's partial image
 	os.MkdirAll(old, 0o755)
+	side := filepath.Join(root, "templates", key('f')+".on") // the old store's side file
+	os.WriteFile(side, []byte(key('d')), 0o644)
 	if _, err := OpenContent(root); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{half, gc, old} {
+	for _, p := range []string{half, gc, old, side} {
 		if exists(p) {
 			t.Errorf("%s survived recovery", p)
 		}
-	}
-}
-
-func TestContentRefs(t *testing.T) {
-	c, _ := OpenContent("/data/builds")
-	for _, tc := range []struct {
-		path string
-		ok   bool
-	}{
-		{"/data/builds/layers/" + key('a'), true},
-		{"/data/builds/images/" + key('a') + "/", true},
-		{"/data/builds/layers/../x", false},
-		{"/data/templates/base/rootfs", false},
-		{"/data/builds/layers/.new-" + key('a'), false},
-		{"/data/builds/other/" + key('a'), false},
-	} {
-		if _, ok := c.RefOf(tc.path); ok != tc.ok {
-			t.Errorf("RefOf(%s) = %v, want %v", tc.path, ok, tc.ok)
-		}
-	}
-	if _, err := c.Create(ContentRef{KindLayer, "../../etc"}); err == nil {
-		t.Error("Create of an escaping key succeeded")
 	}
 }
 

@@ -29,21 +29,33 @@ const partialPrefix = ".new-"
 // NewDisk returns the store rooted at root, creating it, and removes the
 // images left half-written by a previous process (recovery at start).
 func NewDisk(root string) (*Disk, error) {
-	d := &Disk{root: root}
+	var kinds []string
 	for _, k := range Kinds {
-		dir := filepath.Join(root, string(k))
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("image store: %w", err)
+		kinds = append(kinds, string(k))
+	}
+	if err := openKinds(root, kinds, 0o700, recoverEntry); err != nil {
+		return nil, fmt.Errorf("image store: %w", err)
+	}
+	return &Disk{root: root}, nil
+}
+
+// openKinds creates root's kind directories and settles each entry a
+// previous process left in them with settle (recovery at start).
+func openKinds(root string, kinds []string, mode os.FileMode, settle func(dir, name string)) error {
+	for _, k := range kinds {
+		dir := filepath.Join(root, k)
+		if err := os.MkdirAll(dir, mode); err != nil {
+			return err
 		}
 		ents, err := os.ReadDir(dir)
 		if err != nil {
-			return nil, fmt.Errorf("image store: %w", err)
+			return err
 		}
 		for _, e := range ents {
-			recoverEntry(dir, e.Name())
+			settle(dir, e.Name())
 		}
 	}
-	return d, nil
+	return nil
 }
 
 // oldSuffix marks a committed image Commit is replacing.
@@ -142,7 +154,7 @@ func (d *Disk) Link(ctx context.Context, src, dst Ref) error {
 	if err != nil {
 		return err
 	}
-	if err := linkTree(from, to); err != nil {
+	if err := linkOrCopyTree(from, to); err != nil {
 		os.RemoveAll(to)
 		return fmt.Errorf("link image %s to %s: %w", src, dst, err)
 	}
@@ -179,22 +191,4 @@ func (d *Disk) List(ctx context.Context, kind Kind) ([]string, error) {
 func nonEmpty(dir string) bool {
 	ents, err := os.ReadDir(dir)
 	return err == nil && len(ents) > 0
-}
-
-// linkTree recreates src's files in dst (which exists) as hard links.
-func linkTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, de fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil || rel == "." {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		if de.IsDir() {
-			return os.Mkdir(target, 0o700)
-		}
-		return os.Link(p, target)
-	})
 }

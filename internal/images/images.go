@@ -1,14 +1,26 @@
-// Package images is the one owner of checkpoint images: a paused sandbox's
-// memory and files, and snapshots (next: template layers). It names images
-// (Ref), decides where their bytes live, seals them atomically and
-// recovers after a crash; the sandbox Manager asks it for a directory to
-// checkpoint into and one to restore from, and never builds a path itself.
+// Package images is the one owner of images on disk: everything a sandbox
+// is booted or restored from. It has two parts, one store each, both rooted
+// in the data dir's images directory and made by the daemon:
 //
-// Store is small on purpose: Disk keeps images in a directory tree, and an
-// object-store backend (the cluster's S3) can implement the same interface
-// by uploading on Commit and downloading into a local cache on Open. The
-// conformance suite in imagestest holds every implementation to the same
-// behaviour.
+//   - Store (disk backend Disk) keeps checkpoint images by id: a paused
+//     sandbox's memory and files (KindPause), a snapshot's (KindSnapshot).
+//     Each belongs to its one sandbox or snapshot; the Manager asks for a
+//     directory to checkpoint into and one to restore from, and never builds
+//     a path itself.
+//   - ContentStore (disk backend Content) keeps content-addressed entries:
+//     root filesystems (KindLayer: an OCI image unpacked, a build step's
+//     result) and template images (KindTemplateImage: a template's booted
+//     sandbox, built-in or user-built). Entries are shared, so which stay
+//     is decided by typed references (Holder: kind + id) that their owners
+//     record and set; an entry goes as soon as its last holder releases it.
+//
+// Both seal what they are given atomically (written aside, committed by a
+// rename), so a crash never leaves half an image where one is read; opening
+// a store removes what a crash left half-written. Both hand out local
+// directories in and out, so an object-store backend (the cluster's S3)
+// implements the same interfaces with a local cache: upload on Commit,
+// download on Open. The conformance suites in imagestest (Run, RunContent)
+// hold every implementation to the same behaviour.
 package images
 
 import (

@@ -17,6 +17,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -47,12 +49,19 @@ type Options struct {
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Jobs bounds the layers downloaded at once (default 3).
 	Jobs int
+	// BlobCacheBytes bounds the layer blobs kept once no pull or unpack
+	// uses them (Release): the least recently used go first. They are
+	// only a cache — an unpacked image is a layer of the image store —
+	// so a later pull of the same layers skips the download. 0 keeps
+	// none; negative keeps all.
+	BlobCacheBytes int64
 }
 
 // Client pulls images. It is safe for concurrent use.
 type Client struct {
 	opts      Options
 	store     *blobStore
+	inUse     pins              // blobs of pulls not yet released
 	mirrors   map[string]mirror // key: normalised registry host
 	insecure  map[string]bool   // normalised host → allowed over plain HTTP
 	transport http.RoundTripper
@@ -80,7 +89,9 @@ func New(opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	cleanStaleRootfs(opts.CacheDir)
+	// Images were unpacked into a cache of their own (rootfs/) before
+	// they became layers of the image store; nothing reads it now.
+	os.RemoveAll(filepath.Join(opts.CacheDir, "rootfs"))
 	c := &Client{opts: opts, store: store, mirrors: map[string]mirror{}, insecure: map[string]bool{}}
 	for _, h := range opts.Insecure {
 		c.insecure[normaliseHost(h)] = true
@@ -98,6 +109,7 @@ func New(opts Options) (*Client, error) {
 		}
 	}
 	c.transport = c.newTransport()
+	c.trim()
 	return c, nil
 }
 

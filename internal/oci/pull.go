@@ -87,7 +87,8 @@ func (img *Image) Size() int64 {
 // Pull resolves ref (Docker's reference syntax; docker.io and :latest by
 // default), fetches its manifest (choosing the client's platform from an
 // index) and config, and stores every layer not stored yet, verifying each
-// against its digest. A mirror configured for the registry is tried first;
+// against its digest. The image's blobs stay until Release (call it once
+// the image is unpacked). A mirror configured for the registry is tried first;
 // only when the mirror is unreachable does the pull fall back to the
 // registry itself, because a mirror's definite answer (not found, denied)
 // is the registry's answer.
@@ -180,7 +181,11 @@ func (c *Client) pullFrom(ctx context.Context, r name.Reference, po PullOptions)
 	if err != nil {
 		return nil, classify(r.String(), po.Auth != nil, err)
 	}
+	// The blobs are the pull's until Release: the cache's trimming leaves
+	// them alone, found or fetched.
+	c.inUse.add(img)
 	if err := c.fetchLayers(ctx, layers, po.Progress); err != nil {
+		c.Release(img)
 		return nil, classify(r.String(), po.Auth != nil, err)
 	}
 	return img, nil

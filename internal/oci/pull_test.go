@@ -309,54 +309,50 @@ func TestPullVerifiesContent(t *testing.T) {
 	}
 }
 
-// TestRootfsUnpacksOnce: the rootfs of an image is unpacked once and
-// shared, also by callers asking at the same time.
-func TestRootfsUnpacksOnce(t *testing.T) {
+// TestBlobCacheKeepsTheRecentlyUsed: a pull's blobs stay while it is not
+// released, however small the bound; once released, the least recently
+// used blobs go until the rest fit, and a pull of a layer that went
+// downloads it again.
+func TestBlobCacheKeepsTheRecentlyUsed(t *testing.T) {
 	reg := newRegistry(t, "", "")
-	ref := reg.push(t, "app:1", image(t, v1.Config{}, compression.GZip, layerTar(t, file("etc/app.conf", "v1"))))
+	big := strings.Repeat("x", 64<<10)
+	refA := reg.push(t, "a:1", image(t, v1.Config{}, compression.GZip, layerTar(t, file("a", big+"a"))))
+	refB := reg.push(t, "b:1", image(t, v1.Config{}, compression.GZip, layerTar(t, file("b", big+"b"))))
 	cache := t.TempDir()
-	c := newClient(t, Options{CacheDir: cache})
-	img, err := c.Pull(context.Background(), ref, PullOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n = 4
-	paths := make(chan string, n)
-	errs := make(chan error, n)
-	for range n {
-		go func() {
-			p, err := c.Rootfs(context.Background(), img)
-			paths <- p
-			errs <- err
-		}()
-	}
-	first := ""
-	for range n {
-		if err := <-errs; err != nil {
+	c := newClient(t, Options{CacheDir: cache, BlobCacheBytes: 1})
+	ctx := context.Background()
+	pull := func(ref string) (*Image, bool) {
+		cached := true
+		img, err := c.Pull(ctx, ref, PullOptions{Progress: func(p Progress) { cached = cached && p.Cached }})
+		if err != nil {
 			t.Fatal(err)
 		}
-		p := <-paths
-		if first == "" {
-			first = p
-		}
-		if p != first {
-			t.Errorf("rootfs at %s and %s", p, first)
-		}
+		return img, cached
 	}
-	if got := readFile(t, filepath.Join(first, "etc/app.conf")); got != "v1" {
-		t.Errorf("app.conf = %q", got)
+	stored := func(img *Image) bool { return c.store.has(img.Layers[0].Digest) }
+	a, _ := pull(refA)
+	b, _ := pull(refB)
+	c.trim()
+	if !stored(a) || !stored(b) {
+		t.Fatal("the blobs of unreleased pulls were trimmed")
 	}
-	marker := filepath.Join(first, "marker")
-	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+	if _, err := c.Unpack(ctx, a, filepath.Join(t.TempDir(), "rootfs")); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := c.Rootfs(context.Background(), img); err != nil || p != first || !exists(marker) {
-		t.Errorf("second call: %s, %v (marker kept: %v)", p, err, exists(marker))
+	c.Release(a)
+	if stored(a) || !stored(b) {
+		t.Fatalf("after a's release: a stored %v, b stored %v; want only the unreleased b", stored(a), stored(b))
 	}
-	if ents, _ := os.ReadDir(filepath.Join(cache, "rootfs/tmp")); len(ents) != 0 {
-		t.Errorf("scratch unpacks left: %d", len(ents))
+	c.Release(b)
+	c.opts.BlobCacheBytes = b.Size() // room for one: the most recently used stays
+	if _, cached := pull(refA); cached {
+		t.Error("a layer that was trimmed came from the cache")
 	}
-	if _, err := c.Rootfs(context.Background(), &Image{Ref: "x", Digest: "sha256:../../etc"}); !errors.Is(err, errdefs.ErrInvalidArgument) {
-		t.Errorf("bad digest: err = %v", err)
+	c.Release(a)
+	if !stored(a) || stored(b) {
+		t.Errorf("with room for one blob: a stored %v, b stored %v; want the most recently used a", stored(a), stored(b))
+	}
+	if _, cached := pull(refA); !cached {
+		t.Error("a kept layer was downloaded again")
 	}
 }

@@ -45,8 +45,17 @@ func (o *op) fail(ctx context.Context, cause error, to State, update func(*entry
 	return errors.Join(cause, o.end(ctx, to, update))
 }
 
-// end releases the claim, moving the sandbox to state to.
+// end releases the claim, moving the sandbox to state to. A sandbox that
+// ends killed lets go of its content, which goes if nothing else holds it.
 func (o *op) end(ctx context.Context, to State, update func(*entry)) error {
+	err := o.endLocked(ctx, to, update)
+	if to == StateKilled {
+		o.m.release(ctx, sandboxHolder(o.id()))
+	}
+	return err
+}
+
+func (o *op) endLocked(ctx context.Context, to State, update func(*entry)) error {
 	if o.ended {
 		panic(fmt.Sprintf("sandbox: operation on %s ended twice", o.id()))
 	}
@@ -162,8 +171,21 @@ func (m *Manager) claimWaiting(ctx context.Context, id string, to State, from ..
 
 // register records a new sandbox in state creating, before any runtime work,
 // so a daemon that dies mid-create finds the record and cleans up. The
-// returned op is the new sandbox's claim.
+// sandbox holds its content (rec.Content) from here on: a template deleted
+// meanwhile leaves it what it runs on. The returned op is the new
+// sandbox's claim.
 func (m *Manager) register(ctx context.Context, rec store.Sandbox) (*op, error) {
+	if err := m.hold(ctx, sandboxHolder(rec.ID), rec.Content); err != nil {
+		return nil, err
+	}
+	o, err := m.registerLocked(ctx, rec)
+	if err != nil && !errors.Is(err, errdefs.ErrAlreadyExists) { // a duplicate's holds are its own
+		m.release(ctx, sandboxHolder(rec.ID))
+	}
+	return o, err
+}
+
+func (m *Manager) registerLocked(ctx context.Context, rec store.Sandbox) (*op, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, dup := m.boxes[rec.ID]; dup {

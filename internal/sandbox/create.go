@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
@@ -81,7 +82,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (_ *Sandbox, er
 	o, err := m.register(ctx, rec)
 	if err != nil {
 		if pooled != "" {
-			m.rt.Delete(context.WithoutCancel(ctx), pooled)
+			m.deletePooled(ctx, []string{pooled})
 		}
 		return nil, err
 	}
@@ -119,26 +120,30 @@ func (m *Manager) createRecord(ctx context.Context, req CreateRequest, tpl *stor
 	return rec, shaped, m.recordNetwork(ctx, &rec, req, tpl)
 }
 
-// boot creates o's sandbox in the runtime — a cold boot of a template, or a
-// restore of a snapshot — and initialises its agent, pushing the removal of
-// what it made on o's undo stack.
+// boot creates o's sandbox in the runtime — a restore of a template's
+// image or of a snapshot, or a cold boot of a template without an image —
+// and initialises its agent, pushing the removal of what it made on o's
+// undo stack. The sandbox already holds what it runs on (register).
 func (m *Manager) boot(ctx context.Context, o *op, tpl *store.Template) error {
 	rec := o.e.rec
-	switch {
-	case tpl.Kind == store.KindSnapshot:
+	if tpl.Kind == store.KindSnapshot {
 		dir, err := m.img.Open(ctx, images.Snapshot(tpl.ID))
 		if err != nil {
 			return fmt.Errorf("snapshot %s has lost its image: %w", tpl.ID, errdefs.ErrNotFound)
 		}
 		return m.restore(ctx, &o.undo, rec, dir, m.imageToken(ctx, tpl))
-	case tpl.ImageDir != "" && imageExists(tpl.ImageDir):
-		return m.restore(ctx, &o.undo, rec, tpl.ImageDir, "")
-	case tpl.ImageDir != "":
-		// A template's image is only a shortcut past the cold boot; if it
-		// went (another daemon build removed it), boot the slow way.
-		m.log.Warn("template image missing; cold boot", "template", tpl.ID, "image", tpl.ImageDir)
 	}
-	spec := m.spec(&rec)
+	image, err := m.templateImage(ctx, tpl)
+	if err != nil {
+		return err
+	}
+	if image != "" {
+		return m.restore(ctx, &o.undo, rec, image, "")
+	}
+	spec, err := m.spec(ctx, &rec)
+	if err != nil {
+		return err
+	}
 	if _, err := m.rt.Create(ctx, spec); err != nil {
 		return fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
@@ -147,17 +152,20 @@ func (m *Manager) boot(ctx context.Context, o *op, tpl *store.Template) error {
 }
 
 // bootShaped restores o's sandbox from the image of warmed template tpl
-// with o's CPU count and disk size, made first if need be.
+// with o's CPU count and disk size, made first if need be. The sandbox
+// holds that image, and its record names it.
 func (m *Manager) bootShaped(ctx context.Context, o *op, tpl *store.Template) error {
-	rec := o.e.rec
-	dir, err := m.shapeImage(ctx, tpl, rec.CPUCount, rec.DiskSizeMB)
+	ref, err := m.shapeImage(ctx, tpl, o.e.rec.CPUCount, o.e.rec.DiskSizeMB, sandboxHolder(o.id()))
 	if err != nil {
 		return err
 	}
-	m.shapesMu.RLock()
-	defer m.shapesMu.RUnlock()
-	if !imageExists(dir) { // pruned between the two
-		return fmt.Errorf("image %s was just removed; ask again: %w", dir, errdefs.ErrUnavailable)
+	m.mu.Lock()
+	o.e.rec.Content = append(slices.Clone(o.e.rec.Content), ref)
+	rec := o.e.rec
+	m.mu.Unlock()
+	dir, err := m.content.Open(ctx, ref)
+	if err != nil {
+		return err
 	}
 	return m.restore(ctx, &o.undo, rec, dir, "")
 }

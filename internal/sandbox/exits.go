@@ -175,8 +175,6 @@ func (m *Manager) watchPooled(ctx context.Context, tplID, id string) {
 			return
 		}
 		m.log.Warn("pooled sandbox died", "sandbox", id, "template", tplID, "reason", string(ex.Reason), "err", err)
-		if err := m.rt.Delete(context.WithoutCancel(ctx), id); err != nil && !errdefs.IsNotFound(err) {
-			m.log.Error("release dead pooled sandbox", "sandbox", id, "err", err)
-		}
+		m.deletePooled(ctx, []string{id})
 	}()
 }

@@ -121,7 +121,11 @@ func (m *Manager) bootFromFilesystem(ctx context.Context, undo *cleanup.Stack, r
 	if err != nil {
 		return err
 	}
-	if _, err := fsr.CreateFromFilesystem(ctx, m.spec(&rec), imageDir); err != nil {
+	spec, err := m.spec(ctx, &rec)
+	if err != nil {
+		return err
+	}
+	if _, err := fsr.CreateFromFilesystem(ctx, spec, imageDir); err != nil {
 		return fmt.Errorf("boot %s from its files: %w", rec.ID, err)
 	}
 	undo.Add("delete booted sandbox", func(ctx context.Context) error { return m.rt.Delete(ctx, rec.ID) })
@@ -143,7 +147,11 @@ func (m *Manager) dropMemory(ctx context.Context, o *op) error {
 	if err != nil {
 		return err
 	}
-	if _, err := cp.Restore(ctx, m.spec(&rec), dir); err != nil {
+	spec, err := m.spec(ctx, &rec)
+	if err != nil {
+		return err
+	}
+	if _, err := cp.Restore(ctx, spec, dir); err != nil {
 		return err
 	}
 	dir, err = m.saveFilesystemImage(ctx, rec.ID, ref)

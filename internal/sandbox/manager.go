@@ -58,7 +58,13 @@ type Config struct {
 	// Images keeps pause images and snapshots; nil means an images.Disk
 	// rooted at ImageDir. One of the two is required.
 	Images images.Store
-	// ImageDir roots the default image store.
+	// Content keeps the layers and template images sandboxes run on and
+	// start from (what templates' and snapshots' Content names); nil
+	// means an images.Content rooted at ImageDir, which Recover then
+	// collects (with a store of its own, the daemon collects once every
+	// owner of references has set them).
+	Content images.ContentStore
+	// ImageDir roots the default image stores.
 	ImageDir string
 	// CloneConcurrency bounds parallel restores of one clone operation.
 	CloneConcurrency int
@@ -101,7 +107,11 @@ type Manager struct {
 	rt  runtime.Runtime
 	st  records
 	img images.Store
-	now func() time.Time
+	// content keeps layers and template images; collectContent: Recover
+	// collects it (the Manager made it).
+	content        images.ContentStore
+	collectContent bool
+	now            func() time.Time
 
 	// agentHTTP reaches agents through the runtime (see agentTransport).
 	agentHTTP *http.Client
@@ -126,10 +136,10 @@ type Manager struct {
 	exits exitWatch
 
 	// shapes makes each shaped template image once (shape.go); shapesMu
-	// is held for writing while pruning removes some, for reading while
-	// one is restored from.
+	// guards shapeUse, when each was last created from.
 	shapes   singleflight.Group
-	shapesMu sync.RWMutex
+	shapesMu sync.Mutex
+	shapeUse shapeUses
 }
 
 // records is what the Manager needs of the store (a *store.Store); tests
@@ -171,6 +181,7 @@ func New(cfg Config) (*Manager, error) {
 	if err := withEventLog(&cfg); err != nil {
 		return nil, err
 	}
+	ownContent := cfg.Content == nil
 	if err := withImages(&cfg); err != nil {
 		return nil, err
 	}
@@ -183,25 +194,38 @@ func New(cfg Config) (*Manager, error) {
 		now:   cfg.Now,
 		boxes: map[string]*entry{},
 
-		evictSem: make(chan struct{}, maxConcurrentEvictions),
+		content:        cfg.Content,
+		collectContent: ownContent,
+		shapeUse:       shapeUses{},
+		evictSem:       make(chan struct{}, maxConcurrentEvictions),
 	}
 	m.agentHTTP = &http.Client{Transport: newTransport(m.rt.Dial, false)}
 	return m, nil
 }
 
-// withImages gives cfg the default image store: a Disk in ImageDir.
+// withImages gives cfg the default image stores: a Disk and a Content in
+// ImageDir.
 func withImages(cfg *Config) error {
-	if cfg.Images != nil {
+	if cfg.Images != nil && cfg.Content != nil {
 		return nil
 	}
 	if cfg.ImageDir == "" {
-		return fmt.Errorf("sandbox manager needs an image store or directory: %w", errdefs.ErrInvalidArgument)
+		return fmt.Errorf("sandbox manager needs image stores or a directory: %w", errdefs.ErrInvalidArgument)
 	}
-	d, err := images.NewDisk(cfg.ImageDir)
-	if err != nil {
-		return err
+	if cfg.Images == nil {
+		d, err := images.NewDisk(cfg.ImageDir)
+		if err != nil {
+			return err
+		}
+		cfg.Images = d
 	}
-	cfg.Images = d
+	if cfg.Content == nil {
+		c, err := images.OpenContent(cfg.ImageDir)
+		if err != nil {
+			return err
+		}
+		cfg.Content = c
+	}
 	return nil
 }
 

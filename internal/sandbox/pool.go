@@ -2,10 +2,14 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
 
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/images"
+	"github.com/forkbox/forkbox/internal/runtime"
 	"github.com/forkbox/forkbox/internal/store"
 )
 
@@ -40,15 +44,25 @@ type pool struct {
 	runCtx atomic.Pointer[context.Context]
 }
 
-// pooled is one restored sandbox and the image it was restored from: a
-// template rebuilt since has a new image, and its old sandboxes are stale.
+// pooled is one restored sandbox and the image it was restored from (its
+// content ref): a template rebuilt since has a new image, and its old
+// sandboxes are stale. A pooled sandbox holds its template's content
+// (sandboxHolder of its id), as the sandbox a create makes of it does.
 type pooled struct{ id, image string }
+
+// imageOf names the image tpl's sandboxes are restored from ("" if none).
+func imageOf(tpl *store.Template) string {
+	if ref, ok := images.Find(tpl.Content, images.KindTemplateImage); ok {
+		return ref.String()
+	}
+	return ""
+}
 
 // poolable reports whether req may be served from the pool: the pooled
 // sandboxes were restored with the template's limits, disk size and
 // internet access.
 func poolable(req CreateRequest, tpl *store.Template) bool {
-	return tpl.Kind == store.KindTemplate && tpl.ImageDir != "" && !isFilesystemImage(tpl.ImageDir) &&
+	return tpl.Kind == store.KindTemplate && imageOf(tpl) != "" &&
 		req.CPUCount == 0 && req.MemoryMB == 0 && (req.DiskSizeMB == 0 || req.DiskSizeMB == tpl.DiskSizeMB) &&
 		(req.AllowInternet == nil || *req.AllowInternet) && req.Network == nil
 }
@@ -186,28 +200,51 @@ func (m *Manager) restorePooled(ctx context.Context, tplID string, static bool) 
 	m.pool.restoring.Lock()
 	defer m.pool.restoring.Unlock()
 	tpl, err := m.st.GetTemplate(ctx, tplID)
-	if err != nil || !poolable(CreateRequest{}, tpl) || !imageExists(tpl.ImageDir) ||
+	if err != nil || !poolable(CreateRequest{}, tpl) ||
 		m.pool.size(tplID) >= m.cfg.PoolSize || (!static && !m.userPoolRoom()) {
-		return false
-	}
-	cp, err := m.checkpointer()
-	if err != nil {
 		return false
 	}
 	rec := m.newRecord(CreateRequest{}, tpl, m.cfg.DefaultTimeout)
 	// Not cut short by ctx: a restore cancelled half-way could not be
 	// undone with the cancelled ctx either. ctx stops the loop instead.
-	if _, err := cp.Restore(context.WithoutCancel(ctx), m.spec(&rec), tpl.ImageDir); err != nil {
+	if err := m.restoreForPool(context.WithoutCancel(ctx), tpl, &rec); err != nil {
 		m.log.Warn("pool: restore failed", "template", tplID, "err", err)
 		return false
 	}
-	if !m.pool.put(tplID, pooled{rec.ID, tpl.ImageDir}, static) {
+	if !m.pool.put(tplID, pooled{rec.ID, imageOf(tpl)}, static) {
 		// Drained (shutdown) or the template lost its pool meanwhile.
-		m.rt.Delete(context.WithoutCancel(ctx), rec.ID)
+		m.deletePooled(ctx, []string{rec.ID})
 		return false
 	}
 	m.watchPooled(ctx, tplID, rec.ID)
 	return true
+}
+
+// restoreForPool restores sandbox rec of tpl for the pool. It holds its
+// template's content from the start; a failure lets go of it.
+func (m *Manager) restoreForPool(ctx context.Context, tpl *store.Template, rec *store.Sandbox) error {
+	cp, err := m.checkpointer()
+	if err != nil {
+		return err
+	}
+	if err := m.hold(ctx, sandboxHolder(rec.ID), rec.Content); err != nil {
+		return err
+	}
+	image, err := m.templateImage(ctx, tpl)
+	var spec runtime.Spec
+	if err == nil && isFilesystemImage(image) {
+		err = fmt.Errorf("template %s's image keeps only files: %w", tpl.ID, errdefs.ErrInvalidArgument)
+	}
+	if err == nil {
+		spec, err = m.spec(ctx, rec)
+	}
+	if err == nil {
+		_, err = cp.Restore(ctx, spec, image)
+	}
+	if err != nil {
+		m.release(ctx, sandboxHolder(rec.ID))
+	}
+	return err
 }
 
 // drainPools deletes every pooled sandbox (on shutdown), once the filler,
@@ -233,9 +270,13 @@ func (m *Manager) pooledTemplates() []string {
 	return out
 }
 
-// deletePooled removes pooled sandboxes from the runtime.
+// deletePooled removes pooled sandboxes from the runtime and lets go of
+// what they held.
 func (m *Manager) deletePooled(ctx context.Context, ids []string) {
 	for _, id := range ids {
-		m.rt.Delete(context.WithoutCancel(ctx), id)
+		if err := m.rt.Delete(context.WithoutCancel(ctx), id); err != nil && !errdefs.IsNotFound(err) {
+			m.log.Error("delete pooled sandbox", "sandbox", id, "err", err)
+		}
+		m.release(ctx, sandboxHolder(id))
 	}
 }

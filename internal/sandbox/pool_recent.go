@@ -33,7 +33,7 @@ func (m *Manager) userPoolRoom() bool {
 // takePooled hands over a pooled sandbox of tpl restored from its current
 // image ("" if none); pooled sandboxes of an older image are deleted.
 func (m *Manager) takePooled(ctx context.Context, tpl *store.Template) string {
-	id, stale := m.pool.take(tpl.ID, tpl.ImageDir)
+	id, stale := m.pool.take(tpl.ID, imageOf(tpl))
 	m.deletePooled(ctx, stale)
 	return id
 }
@@ -105,6 +105,6 @@ func (m *Manager) reconcilePool(ctx context.Context, tplID string) {
 		m.pool.mu.Unlock()
 		m.deletePooled(ctx, m.pool.removeWhere(tplID, func(pooled) bool { return true }))
 	case err == nil:
-		m.deletePooled(ctx, m.pool.removeWhere(tplID, func(x pooled) bool { return x.image != tpl.ImageDir }))
+		m.deletePooled(ctx, m.pool.removeWhere(tplID, func(x pooled) bool { return x.image != imageOf(tpl) }))
 	}
 }

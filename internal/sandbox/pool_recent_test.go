@@ -2,11 +2,11 @@ package sandbox
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/store"
 )
 
@@ -16,7 +16,7 @@ func userTemplate(t *testing.T, e *env, id string) *store.Template {
 	t.Helper()
 	ctx := context.Background()
 	tpl := &store.Template{ID: id, Kind: store.KindTemplate, RootFS: t.TempDir(), CPUCount: 1, MemoryMB: 256}
-	if err := e.m.WarmTemplate(ctx, tpl, filepath.Join(t.TempDir(), "image")); err != nil {
+	if err := e.m.WarmTemplate(ctx, tpl, images.TemplateImage(newToken())); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.st.PutTemplate(ctx, tpl); err != nil {
@@ -79,7 +79,7 @@ func TestUserTemplatePool(t *testing.T) {
 	old := waitPooled(t, e.m, "app", 1) // refilled at once, not at a sweep
 	// A rebuild: same id, new image.
 	rebuilt := userTemplate(t, e, "app")
-	if rebuilt.ImageDir == app.ImageDir {
+	if imageOf(rebuilt) == imageOf(app) {
 		t.Fatal("the rebuild has the old image")
 	}
 	e.m.WarmPool(ctx, "app")

@@ -2,10 +2,12 @@ package sandbox
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/forkbox/forkbox/internal/images"
 )
 
 // A warm template with a pool: creates hand over pooled sandboxes (already
@@ -66,7 +68,7 @@ func warmBase(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.m.WarmTemplate(ctx, tpl, filepath.Join(t.TempDir(), "image")); err != nil {
+	if err := e.m.WarmTemplate(ctx, tpl, images.TemplateImage(strings.Repeat("a", 64))); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.st.PutTemplate(ctx, tpl); err != nil {

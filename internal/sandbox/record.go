@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -46,7 +47,7 @@ func (m *Manager) newRecord(req CreateRequest, tpl *store.Template, ttl time.Dur
 		Secure:             req.Secure || req.PrivateTraffic, PrivateTraffic: req.PrivateTraffic,
 		AllowInternet: req.AllowInternet == nil || *req.AllowInternet,
 		StartedAt:     now, EndAt: now.Add(ttl), Origin: string(OriginCreate), RuntimeName: m.rt.Name(),
-		RootFS: tpl.RootFS, AgentArgs: tpl.AgentArgs,
+		RootFS: tpl.RootFS, Content: tpl.Content, AgentArgs: tpl.AgentArgs,
 	}
 	if len(tpl.Aliases) > 0 {
 		rec.Alias = tpl.Aliases[0]
@@ -86,14 +87,19 @@ func (m *Manager) copyRecord(src store.Sandbox, snap *store.Template, ttl time.D
 	return rec
 }
 
-// spec builds the runtime spec for a sandbox record.
-func (m *Manager) spec(rec *store.Sandbox) runtime.Spec {
+// spec builds the runtime spec for a sandbox record, its root filesystem
+// opened through the content store when it is a layer.
+func (m *Manager) spec(ctx context.Context, rec *store.Sandbox) (runtime.Spec, error) {
 	args := m.cfg.AgentArgs
 	if len(rec.AgentArgs) > 0 {
 		args = rec.AgentArgs
 	}
+	rootfs, err := m.rootfs(ctx, rec)
+	if err != nil {
+		return runtime.Spec{}, err
+	}
 	return runtime.Spec{
-		ID: rec.ID, RootFS: rec.RootFS, Args: args,
+		ID: rec.ID, RootFS: rootfs, Args: args,
 		Hostname: "forkbox",
 		Env:      []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 		Resources: runtime.Resources{
@@ -101,7 +107,7 @@ func (m *Manager) spec(rec *store.Sandbox) runtime.Spec {
 		},
 		AllowInternet: rec.AllowInternet,
 		Egress:        m.egress(rec),
-	}
+	}, nil
 }
 
 func cloneMap(m map[string]string) map[string]string {

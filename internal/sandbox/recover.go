@@ -37,6 +37,7 @@ func (m *Manager) Recover(ctx context.Context) error {
 		errs = append(errs, m.recoverOne(ctx, rec, live[rec.ID]))
 	}
 	m.removeOrphanImages(ctx)
+	m.holdSnapshots(ctx)
 	for id := range live {
 		if !known[id] {
 			m.log.Warn("removing orphan runtime sandbox", "sandbox", id)
@@ -46,6 +47,11 @@ func (m *Manager) Recover(ctx context.Context) error {
 		}
 	}
 	m.collectEventLogs(ctx)
+	if m.collectContent {
+		if _, err := m.content.Collect(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -119,6 +125,7 @@ func (m *Manager) dropPauseImage(ctx context.Context, e *entry) {
 
 // adopt puts a recovered entry in the live map and records its state.
 func (m *Manager) adopt(e *entry, st State) error {
+	m.setRecorded(context.Background(), sandboxHolder(e.rec.ID), e.rec.Content)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e.state = st

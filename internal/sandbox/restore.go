@@ -55,7 +55,11 @@ func (m *Manager) restore(ctx context.Context, undo *cleanup.Stack, rec store.Sa
 	if err != nil {
 		return err
 	}
-	if _, err := cp.Restore(ctx, m.spec(&rec), imageDir); err != nil {
+	spec, err := m.spec(ctx, &rec)
+	if err != nil {
+		return err
+	}
+	if _, err := cp.Restore(ctx, spec, imageDir); err != nil {
 		return err
 	}
 	undo.Add("delete restored sandbox", func(ctx context.Context) error { return m.rt.Delete(ctx, rec.ID) })

@@ -9,6 +9,7 @@ import (
 
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/images"
+	"github.com/forkbox/forkbox/internal/runtime"
 	"github.com/forkbox/forkbox/internal/store"
 )
 
@@ -87,8 +88,12 @@ func (m *Manager) rollbackRuntime(ctx context.Context, o *op, snap *store.Templa
 		return nil
 	}
 	cp, err := m.checkpointer()
+	var spec runtime.Spec
 	if err == nil {
-		_, err = cp.Replace(ctx, m.spec(&o.e.rec), dir)
+		spec, err = m.spec(ctx, &o.e.rec)
+	}
+	if err == nil {
+		_, err = cp.Replace(ctx, spec, dir)
 	}
 	if err != nil {
 		return o.fail(ctx, fmt.Errorf("rollback %s: %w", id, err), StateRunning, nil)

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/runtime"
 	"github.com/forkbox/forkbox/internal/store"
 )
@@ -25,7 +25,10 @@ func sizedBase(t *testing.T, e *env) (*store.Template, *atomic.Int32) {
 		t.Fatal(err)
 	}
 	tpl.CPUCount, tpl.DiskSizeMB = 2, 1024
-	if err := e.m.WarmTemplate(ctx, tpl, filepath.Join(t.TempDir(), "image")); err != nil {
+	if err := e.m.WarmTemplate(ctx, tpl, images.TemplateImage(strings.Repeat("b", 16))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.content.Collect(ctx); err != nil { // the daemon's start-up collection
 		t.Fatal(err)
 	}
 	if err := e.st.PutTemplate(ctx, tpl); err != nil {
@@ -52,9 +55,9 @@ func TestCreateOfAnotherShape(t *testing.T) {
 	if n := boots.Load(); n != 1 {
 		t.Errorf("three concurrent creates of one new shape booted %d times, want once", n)
 	}
-	shaped := tpl.ImageDir + "-c1-d2048"
-	if !imageExists(shaped) {
-		t.Fatalf("no image of the shape at %s", shaped)
+	base := tpl.Content[0]
+	if shaped := shapeRef(base, 1, 2048); !e.hasContent(shaped) {
+		t.Fatalf("no image of the shape: %s", shaped)
 	}
 	for _, sb := range sbs {
 		if sb.DiskSizeMB != 2048 || sb.CPUCount != 1 {
@@ -73,12 +76,12 @@ func TestCreateOfAnotherShape(t *testing.T) {
 		t.Errorf("a create of the template's shape: %d CPUs, %d MiB", def.CPUCount, def.DiskSizeMB)
 	}
 	e.create(t, CreateRequest{DiskSizeMB: 512})
-	if n := boots.Load(); n != 2 || !imageExists(tpl.ImageDir+"-c2-d512") {
-		t.Errorf("a second shape: %d boots in all, image there: %v", n, imageExists(tpl.ImageDir+"-c2-d512"))
+	if n := boots.Load(); n != 2 || !e.hasContent(shapeRef(base, 2, 512)) {
+		t.Errorf("a second shape: %d boots in all, image there: %v", n, e.hasContent(shapeRef(base, 2, 512)))
 	}
-	ents, _ := os.ReadDir(filepath.Dir(tpl.ImageDir))
+	ents, _ := os.ReadDir(filepath.Join(e.m.cfg.ImageDir, string(images.KindTemplateImage)))
 	for _, ent := range ents {
-		if strings.Contains(ent.Name(), scratchInfix) {
+		if strings.HasPrefix(ent.Name(), ".") {
 			t.Errorf("scratch %s left", ent.Name())
 		}
 	}
@@ -90,7 +93,7 @@ func TestCreateOfAnotherShape(t *testing.T) {
 func TestShapeOfImagesThatCannotBeRemade(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	sizedBase(t, e)
+	base, _ := sizedBase(t, e)
 	src := e.create(t, CreateRequest{})
 	snap, err := e.m.Snapshot(ctx, src.ID, SnapshotOptions{})
 	if err != nil {
@@ -102,7 +105,7 @@ func TestShapeOfImagesThatCannotBeRemade(t *testing.T) {
 	}
 	// A built template's image: a captured sandbox, not a warm boot.
 	user := &store.Template{ID: "user-tpl", Kind: store.KindTemplate, RootFS: stpl.RootFS, CPUCount: 2, MemoryMB: 256,
-		DiskSizeMB: 1024, ImageDir: stpl.ImageDir}
+		DiskSizeMB: 1024, Content: base.Content}
 	if err := e.st.PutTemplate(ctx, user); err != nil {
 		t.Fatal(err)
 	}
@@ -133,35 +136,41 @@ func TestColdBootTakesTheSize(t *testing.T) {
 }
 
 // A template keeps at most maxShapeImages images of other shapes: the one
-// created from least recently goes when another is made.
+// created from least recently is let go when another is made, and leaves
+// the disk once no sandbox restored from it is left.
 func TestShapeImagesAreBounded(t *testing.T) {
 	e := newEnv(t)
+	ctx := context.Background()
 	tpl, _ := sizedBase(t, e)
+	base := tpl.Content[0]
 	for i := range maxShapeImages + 2 {
-		e.create(t, CreateRequest{DiskSizeMB: 100 + i})
+		sb := e.create(t, CreateRequest{DiskSizeMB: 100 + i})
 		if i == 0 {
 			continue
 		}
 		e.create(t, CreateRequest{DiskSizeMB: 100}) // the first stays in use
+		if err := e.m.Kill(ctx, sb.ID); err != nil {
+			t.Fatal(err)
+		}
 	}
+	refs, _ := e.m.content.List(ctx, images.KindTemplateImage)
 	var left []string
-	ents, _ := os.ReadDir(filepath.Dir(tpl.ImageDir))
-	for _, ent := range ents {
-		if strings.HasPrefix(ent.Name(), filepath.Base(tpl.ImageDir)+"-c") {
-			left = append(left, ent.Name())
+	for _, ref := range refs {
+		if isShapeOf(ref, base) {
+			left = append(left, ref.Key)
 		}
 	}
 	if len(left) != maxShapeImages {
 		t.Errorf("%d shaped images left, want %d: %v", len(left), maxShapeImages, left)
 	}
-	for _, gone := range []string{"-c2-d101", "-c2-d102"} {
-		if imageExists(tpl.ImageDir + gone) {
-			t.Errorf("%s, among the least recently used, is still there", gone)
+	for _, gone := range []int{101, 102} {
+		if e.hasContent(shapeRef(base, 2, gone)) {
+			t.Errorf("the image of %d MiB, among the least recently used, is still there", gone)
 		}
 	}
-	for _, kept := range []string{"-c2-d100", fmt.Sprintf("-c2-d%d", 100+maxShapeImages+1)} {
-		if !imageExists(tpl.ImageDir + kept) {
-			t.Errorf("%s was removed", kept)
+	for _, kept := range []int{100, 100 + maxShapeImages + 1} {
+		if !e.hasContent(shapeRef(base, 2, kept)) {
+			t.Errorf("the image of %d MiB was removed", kept)
 		}
 	}
 }

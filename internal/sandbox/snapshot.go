@@ -57,12 +57,11 @@ func (m *Manager) snapshot(ctx context.Context, id string, opts SnapshotOptions)
 	snapID := newID()
 	ref := images.Snapshot(snapID)
 	o.undo.Add("remove snapshot image", func(ctx context.Context) error { return m.img.Remove(ctx, ref) })
-	dir, err := m.captureImage(ctx, o, ref)
-	if err != nil {
+	if err := m.captureImage(ctx, o, ref); err != nil {
 		return nil, store.Sandbox{}, o.fail(ctx, fmt.Errorf("snapshot %s: %w", id, err), o.from, nil)
 	}
 	src := o.e.rec
-	tpl, err := m.recordSnapshot(ctx, src, snapID, dir, opts)
+	tpl, err := m.recordSnapshot(ctx, src, snapID, opts)
 	if err != nil {
 		return nil, store.Sandbox{}, o.fail(ctx, err, o.from, nil)
 	}
@@ -73,28 +72,28 @@ func (m *Manager) snapshot(ctx context.Context, id string, opts SnapshotOptions)
 	return tpl, src, nil
 }
 
-// captureImage writes the state of a claimed sandbox as image ref and
-// returns its directory: a live checkpoint when it was running, its pause
-// image shared (images.Store.Link) when paused.
-func (m *Manager) captureImage(ctx context.Context, o *op, ref images.Ref) (string, error) {
+// captureImage writes the state of a claimed sandbox as image ref: a live
+// checkpoint when it was running, its pause image shared (images.Store.
+// Link) when paused.
+func (m *Manager) captureImage(ctx context.Context, o *op, ref images.Ref) error {
 	if o.from != StatePaused {
-		return m.checkpointImage(ctx, o.id(), ref, true)
+		_, err := m.checkpointImage(ctx, o.id(), ref, true)
+		return err
 	}
-	if err := m.img.Link(ctx, images.Pause(o.id()), ref); err != nil {
-		return "", err
-	}
-	return m.img.Open(ctx, ref)
+	return m.img.Link(ctx, images.Pause(o.id()), ref)
 }
 
-func (m *Manager) recordSnapshot(ctx context.Context, src store.Sandbox, snapID, dir string, o SnapshotOptions) (*store.Template, error) {
+// recordSnapshot records snapshot snapID of src; its image is kept by id
+// (images.Snapshot), its sandboxes run on src's Content.
+func (m *Manager) recordSnapshot(ctx context.Context, src store.Sandbox, snapID string, o SnapshotOptions) (*store.Template, error) {
 	origin := o.Origin
 	if origin == "" {
 		origin = OriginSnapshot
 	}
 	tpl := &store.Template{
-		ID: snapID, Kind: store.KindSnapshot, RootFS: src.RootFS,
+		ID: snapID, Kind: store.KindSnapshot, RootFS: src.RootFS, Content: src.Content,
 		CPUCount: src.CPUCount, MemoryMB: src.MemoryMB, DiskSizeMB: src.DiskSizeMB,
-		ImageDir: dir, SourceSandboxID: src.ID, ParentID: src.ID, Origin: string(origin),
+		SourceSandboxID: src.ID, ParentID: src.ID, Origin: string(origin),
 		CreatedAt: m.now().UTC(), Temporary: o.Temporary,
 		Network: src.Network, AllowInternet: &src.AllowInternet,
 		Inbound: src.Inbound, PrivateTraffic: src.PrivateTraffic,
@@ -105,7 +104,13 @@ func (m *Manager) recordSnapshot(ctx context.Context, src store.Sandbox, snapID,
 	if o.TTL > 0 {
 		tpl.ExpiresAt = tpl.CreatedAt.Add(o.TTL)
 	}
+	// The snapshot holds what its sandboxes will run on before it can be
+	// found: the source may be killed the moment the claim ends.
+	if err := m.hold(ctx, snapshotHolder(snapID), tpl.Content); err != nil {
+		return nil, err
+	}
 	if err := m.st.PutTemplate(ctx, tpl); err != nil {
+		m.release(ctx, snapshotHolder(snapID))
 		return nil, err
 	}
 	return tpl, nil

@@ -33,6 +33,7 @@ func (m *Manager) removeSnapshot(ctx context.Context, t *store.Template) error {
 	if err := m.img.Remove(ctx, images.Snapshot(t.ID)); err != nil {
 		m.log.Error("remove snapshot image", "snapshot", t.ID, "err", err)
 	}
+	m.release(ctx, snapshotHolder(t.ID))
 	m.log.Info("snapshot deleted", "snapshot", t.ID)
 	return nil
 }

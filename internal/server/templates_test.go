@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	imagestore "github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/oci"
 	"github.com/forkbox/forkbox/internal/runtime/fake"
 	"github.com/forkbox/forkbox/internal/store"
@@ -31,8 +32,12 @@ func newTemplateEnv(t *testing.T) *env {
 		if err != nil {
 			t.Fatal(err)
 		}
+		content, err := imagestore.OpenContent(filepath.Join(dir, "images"))
+		if err != nil {
+			t.Fatal(err)
+		}
 		c.Templates, err = build.New(build.Config{
-			Runtime: fake.New(), Store: c.Keys.(*store.Store), Images: images, Uploads: up, Dir: dir,
+			Runtime: fake.New(), Store: c.Keys.(*store.Store), Images: images, Content: content, Uploads: up, Dir: dir,
 		})
 		if err != nil {
 			t.Fatal(err)

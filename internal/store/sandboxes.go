@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/netpolicy"
 )
 
@@ -54,9 +55,13 @@ type Sandbox struct {
 	AgentArgs []string `json:"agentArgs,omitempty"`
 	// Rollbacks lists the in-place restores of this sandbox, oldest first.
 	Rollbacks []Rollback `json:"rollbacks,omitempty"`
-	// RootFS is the template root filesystem the sandbox runs on (kept here
-	// so it survives the deletion of the template or snapshot it came from).
+	// RootFS is the built-in template root filesystem the sandbox runs on
+	// (kept here so it survives the deletion of the template or snapshot it
+	// came from); "" when it runs on a layer of the image store.
 	RootFS string `json:"rootfs"`
+	// Content is what the sandbox holds in the image store: its template's
+	// (or snapshot's) Content, kept while the sandbox lives.
+	Content []images.ContentRef `json:"content,omitempty"`
 	// ImageDir holds the sandbox's pause image while it is paused.
 	ImageDir string `json:"imageDir,omitempty"`
 	// RuntimeName is the backend that runs the sandbox.

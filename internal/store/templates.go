@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/netpolicy"
 )
 
@@ -23,14 +24,23 @@ type Template struct {
 	ID      string   `json:"id"`
 	Kind    string   `json:"kind"`
 	Aliases []string `json:"aliases,omitempty"`
-	// RootFS is the read-only root filesystem sandboxes of this template use.
+	// RootFS is the read-only root filesystem sandboxes of a built-in
+	// template use (a directory of the template cache); a template whose
+	// root filesystem is a layer of the image store names it in Content.
 	RootFS   string `json:"rootfs"`
 	CPUCount int    `json:"cpuCount"`
 	MemoryMB int    `json:"memoryMB"`
 	// DiskSizeMB is the size of its sandboxes' writable filesystem (in
 	// memory), which its image was made with.
 	DiskSizeMB int `json:"diskSizeMB"`
-	// ImageDir holds a checkpoint image to restore from ("" for a cold boot).
+	// Content is what sandboxes of the template run on and start from, as
+	// references into the image store: at most one layer (their root
+	// filesystem, instead of RootFS) and one template image (restored
+	// from; none: a cold boot). A snapshot names its source's, which its
+	// sandboxes run on; its own checkpoint image is kept by id.
+	Content []images.ContentRef `json:"content,omitempty"`
+	// ImageDir is the path of a template's image in data dirs made before
+	// Content; only the migration at start reads it.
 	ImageDir string `json:"imageDir,omitempty"`
 	// SourceSandboxID and ParentID record lineage for snapshots.
 	SourceSandboxID string    `json:"sourceSandboxID,omitempty"`

@@ -1,8 +1,10 @@
-// Package chaos races lifecycle operations on a few sandboxes of a real
-// daemon (real runsc) while the daemon is kill -9'd and restarted at random
-// points, and then accounts for everything on the host: each runsc process,
-// network namespace, cgroup, nftables element, image and event log belongs
-// to a sandbox or snapshot the daemon lists, and each listed one exists.
+// Package chaos races lifecycle operations on a few sandboxes and user
+// templates of a real daemon (real runsc) while the daemon is kill -9'd and
+// restarted at random points, and then accounts for everything on the
+// host: each runsc process, network namespace, cgroup, nftables element,
+// image, content entry (layer, template image), OCI blob and event log
+// belongs to a sandbox, snapshot or template the daemon lists, and each
+// listed one exists.
 //
 // The run is seeded: the seed is logged, and FORKBOX_CHAOS_SEED=<seed>
 // replays the same choices (timing still differs, so a race may need a few
@@ -18,8 +20,11 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/forkbox/forkbox/client"
 	"github.com/forkbox/forkbox/internal/daemon/daemontest"
+	"github.com/forkbox/forkbox/internal/oci/ocitest"
 )
 
 // Bounds of one run: CI has 2 cores and must stay fast.
@@ -45,10 +50,16 @@ func TestChaos(t *testing.T) {
 	seed, rounds := seedAndRounds(t)
 	t.Logf("chaos seed %d, %d rounds (replay: FORKBOX_CHAOS_SEED=%d)", seed, rounds, seed)
 	base := cgroupBaseline()
+	reg := ocitest.Registry(t)
+	ocitest.Push(t, ocitest.Host(reg), "fbx/busybox:1", v1.Config{Env: []string{"PATH=/bin"}, Cmd: []string{"sh"}},
+		[]v1.Layer{ocitest.BusyboxLayer(t, nil)})
 	d := daemontest.Start(t, daemontest.Options{StrictStop: true, ExtraArgs: []string{
 		// The pool and standby containers are what a stopping or crashing
 		// daemon has been seen to leak: keep them in play.
 		"--pool-size", "1", "--standby", "1",
+		// User templates from a loopback registry; no pulled blob is kept
+		// once unpacked, so every blob on disk is a leak.
+		"--registry-mirror", "docker.io=" + reg, "--oci-blob-cache", "0",
 	}})
 	r := &run{t: t, d: d, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), base: base, start: time.Now()}
 	r.connect()
@@ -120,9 +131,10 @@ func (r *run) round(n int) {
 	defer cancel()
 	live := r.live(ctx)
 	snaps := r.snapshots(ctx)
+	tpls := r.userTemplates(ctx)
 	var wg sync.WaitGroup
 	for range 1 + r.rng.IntN(3) {
-		op := r.pick(live, snaps)
+		op := r.pick(live, snaps, tpls)
 		wg.Go(func() { r.stats.add(op.name, op.do(ctx, r.c)) })
 	}
 	if r.rng.IntN(12) == 0 {

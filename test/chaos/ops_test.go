@@ -19,10 +19,11 @@ type op struct {
 }
 
 // pick draws an operation that fits what the daemon holds: creates and
-// clones only below maxLive, snapshots only below maxSnapshots. Targets are
-// drawn now, so the operations of one round often race on one sandbox.
-func (r *run) pick(live []client.SandboxInfo, snaps []client.SnapshotInfo) op {
-	var choices []op
+// clones only below maxLive, snapshots only below maxSnapshots, builds
+// only below maxTemplates. Targets are drawn now, so the operations of one
+// round often race on one sandbox or template.
+func (r *run) pick(live []client.SandboxInfo, snaps []client.SnapshotInfo, tpls []client.Template) op {
+	choices := r.templateOps(tpls, len(live))
 	if len(live) < maxLive {
 		choices = append(choices, r.createOp(), r.createOp())
 		if len(snaps) > 0 {

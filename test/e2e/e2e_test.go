@@ -79,6 +79,18 @@ func serveArgs(t *testing.T) []string {
 // the next run starts clean.
 func startDaemon(t *testing.T, extraArgs ...string) *daemontest.Daemon {
 	t.Helper()
+	return startDaemonIn(t, dataDir(t), extraArgs...)
+}
+
+// startDaemonIn is startDaemon on a data dir from dataDir.
+func startDaemonIn(t *testing.T, dir string, extraArgs ...string) *daemontest.Daemon {
+	t.Helper()
+	return daemontest.Start(t, daemontest.Options{DataDir: dir, ExtraArgs: append(serveArgs(t), extraArgs...)})
+}
+
+// dataDir makes a daemon's data dir, removed when the test ends.
+func dataDir(t *testing.T) string {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "forkbox-e2e-")
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +106,7 @@ func startDaemon(t *testing.T, extraArgs ...string) *daemontest.Daemon {
 			t.Errorf("e2e: remove the daemon's data dir: %v", err)
 		}
 	})
-	return daemontest.Start(t, daemontest.Options{DataDir: dir, ExtraArgs: append(serveArgs(t), extraArgs...)})
+	return dir
 }
 
 // clientEnv is the environment of an unmodified E2B client pointed at d:

@@ -87,11 +87,11 @@ func checkBuildKilled(t *testing.T, d *daemontest.Daemon) {
 			t.Errorf("build sandbox %s still runs after the restart", id)
 		}
 	}
-	for _, sub := range []string{"layers", "images", "work"} {
-		ents, _ := os.ReadDir(filepath.Join(d.DataDir, "builds", sub))
+	for _, sub := range []string{"images/layers", "images/templates", "builds/work"} {
+		ents, _ := os.ReadDir(filepath.Join(d.DataDir, sub))
 		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), ".new-") || sub == "work" {
-				t.Errorf("left after the restart: builds/%s/%s", sub, e.Name())
+			if strings.HasPrefix(e.Name(), ".new-") || sub == "builds/work" {
+				t.Errorf("left after the restart: %s/%s", sub, e.Name())
 			}
 		}
 	}

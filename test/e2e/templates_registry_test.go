@@ -48,7 +48,7 @@ func TestTemplateRegistry(t *testing.T) {
 	d := startDaemon(t, "--registry-mirror", "docker.io="+regURL, "--template-ready-timeout", "5s")
 	env := append(clientEnv(d), "FBX_IMAGE=docker.io/fbx/busybox:1",
 		"FBX_AUTH_IMAGE="+authHost+"/fbx/busybox:1", "FBX_AUTH_USER=fbx", "FBX_AUTH_PASS=s3cret",
-		"FBX_BUILDS_DIR="+filepath.Join(d.DataDir, "builds"))
+		"FBX_IMAGES_DIR="+filepath.Join(d.DataDir, "images"))
 	t.Run("sdk", func(t *testing.T) {
 		runNode(t, dir, env, "--test", "--test-concurrency=1", "--test-reporter=spec", filepath.Join(dir, "templates_registry.mjs"))
 	})

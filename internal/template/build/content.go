@@ -12,34 +12,44 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/internal/images"
-	"github.com/forkbox/forkbox/internal/sandbox"
+	"github.com/forkbox/forkbox/internal/oci"
 	"github.com/forkbox/forkbox/internal/store"
 )
 
 // Layers and images live in the image store's content-addressed part
-// (images.Content at Config.Dir): this file is the build's side of it —
-// which entries a build uses, sharing a new layer's unchanged files with
-// its parent, and the references that decide what Collect keeps.
+// (Config.Content): this file is the build's side of it — which entries a
+// build uses, sharing a new layer's unchanged files with its parent, and
+// the typed references that keep them: a build in progress holds what it
+// made or reused (HolderBuild), a template the layers and images of its
+// kept builds (HolderTemplate, from its record). What no holder keeps goes
+// at once: an older build's layers when a newer one is ready, a failed
+// build's own, a deleted template's unless sandboxes, snapshots or other
+// templates still hold them.
 
-func layerRef(key string) images.ContentRef {
-	return images.ContentRef{Kind: images.KindLayer, Key: key}
+func layerRef(key string) images.ContentRef { return images.Layer(key) }
+func imageRef(key string) images.ContentRef { return images.TemplateImage(key) }
+
+func (j *job) holder() images.Holder {
+	return images.Holder{Kind: images.HolderBuild, ID: j.buildID}
 }
-func imageRef(key string) images.ContentRef {
-	return images.ContentRef{Kind: images.KindTemplateImage, Key: key}
+
+func templateHolder(id string) images.Holder {
+	return images.Holder{Kind: images.HolderTemplate, ID: id}
 }
 
-func (s *Service) layerDir(key string) string { return s.content.Path(layerRef(key)) }
-
-// useLayer makes layer key the build's current root filesystem, and a
-// reference of its build (so Collect keeps it), if it is committed. The
-// check and the reference are taken under s.mu, as Collect runs.
-func (j *job) useLayer(key string) bool {
-	j.s.mu.Lock()
-	defer j.s.mu.Unlock()
-	if !j.s.content.Has(layerRef(key)) {
+// useLayer makes layer key the build's current root filesystem, held by
+// the build and recorded in it, if it is committed.
+func (j *job) useLayer(ctx context.Context, key string) bool {
+	if err := j.s.content.Hold(ctx, j.holder(), layerRef(key)); err != nil {
 		return false
 	}
-	j.key, j.rootfs = key, j.s.layerDir(key)
+	dir, err := j.s.content.Open(ctx, layerRef(key))
+	if err != nil {
+		return false
+	}
+	j.key, j.layer, j.rootfs = key, key, dir
+	j.s.mu.Lock()
+	defer j.s.mu.Unlock()
 	if r := j.s.records[j.tplID]; r != nil {
 		if b := findBuild(r, j.buildID); b != nil && !contains(b.Layers, key) {
 			b.Layers = append(b.Layers, key)
@@ -49,12 +59,12 @@ func (j *job) useLayer(key string) bool {
 }
 
 // useImage is useLayer for the build's template image.
-func (j *job) useImage(key string) bool {
-	j.s.mu.Lock()
-	defer j.s.mu.Unlock()
-	if !j.s.content.Has(imageRef(key)) {
+func (j *job) useImage(ctx context.Context, key string) bool {
+	if err := j.s.content.Hold(ctx, j.holder(), imageRef(key)); err != nil {
 		return false
 	}
+	j.s.mu.Lock()
+	defer j.s.mu.Unlock()
 	if r := j.s.records[j.tplID]; r != nil {
 		if b := findBuild(r, j.buildID); b != nil {
 			b.Image = key
@@ -64,10 +74,11 @@ func (j *job) useImage(key string) bool {
 }
 
 // commitLayer seals scratch (a directory of the build's work dir) as layer
-// key: its files the step left alone become hard links to the parent
-// layer's (when the parent is a layer too), and it becomes current.
-func (j *job) commitLayer(scratch, key string, copied time.Time) error {
-	if _, ok := j.s.content.RefOf(j.rootfs); ok && !copied.IsZero() {
+// key: its files the step left alone since copied become hard links to the
+// current layer's (copied zero: scratch is no copy of it), and it becomes
+// current.
+func (j *job) commitLayer(ctx context.Context, scratch, key string, copied time.Time) error {
+	if !copied.IsZero() {
 		t0 := time.Now()
 		sh, err := images.ShareUnchanged(scratch, j.rootfs, copied)
 		if err != nil {
@@ -75,10 +86,10 @@ func (j *job) commitLayer(scratch, key string, copied time.Time) error {
 		}
 		j.logf("debug", "layer shares %d unchanged files (%.1f MiB) with its parent (%s)", sh.Files, float64(sh.Bytes)/(1<<20), time.Since(t0).Round(time.Millisecond))
 	}
-	if err := j.s.content.Commit(layerRef(key), scratch); err != nil {
+	if err := j.s.content.Commit(ctx, layerRef(key), scratch, j.holder()); err != nil {
 		return fmt.Errorf("store layer: %w", err)
 	}
-	if !j.useLayer(key) {
+	if !j.useLayer(ctx, key) {
 		return fmt.Errorf("layer %s vanished after its commit", short(key))
 	}
 	return nil
@@ -107,29 +118,50 @@ func (j *job) copyLayer() (string, time.Time, error) {
 
 // importTemplate makes a built-in template's root filesystem a layer (once
 // per template version), so the layers built on it share its files.
-func (j *job) importTemplate(t *store.Template) error {
+func (j *job) importTemplate(ctx context.Context, t *store.Template) error {
 	h := sha256.Sum256([]byte(strings.Join([]string{"import", t.ID, t.Version, t.RootFS}, "\x00")))
 	key := hex.EncodeToString(h[:])
-	if j.useLayer(key) {
+	if j.useLayer(ctx, key) {
 		return nil
 	}
 	t0 := time.Now()
-	dir, err := j.s.content.Create(layerRef(key))
+	dir, err := j.s.content.Create(ctx, layerRef(key))
 	if err != nil {
 		return err
 	}
 	if out, err := exec.Command("cp", "-a", "--reflink=auto", t.RootFS+"/.", dir).CombinedOutput(); err != nil {
-		j.s.content.Abort(dir)
+		j.s.content.Abort(ctx, dir)
 		return fmt.Errorf("import template %s: %v: %s", t.ID, err, strings.TrimSpace(string(out)))
 	}
-	if err := j.s.content.Commit(layerRef(key), dir); err != nil {
+	if err := j.commitLayer(ctx, dir, key, time.Time{}); err != nil {
 		return err
-	}
-	if !j.useLayer(key) {
-		return fmt.Errorf("layer %s vanished after its commit", short(key))
 	}
 	j.logf("info", "imported template %s as a layer in %s", t.ID, time.Since(t0).Round(time.Millisecond))
 	return nil
+}
+
+// unpackImage makes img's unpacked root filesystem a layer (once per
+// manifest digest) and the build's current one: the base layer copies it
+// and shares every file Prepare leaves alone, and it is held like any
+// other layer (by the templates built on it), not kept by a cache of its
+// own.
+func (j *job) unpackImage(ctx context.Context, img *oci.Image) error {
+	h := sha256.Sum256([]byte("oci-rootfs\x00" + img.Digest))
+	key := hex.EncodeToString(h[:])
+	if j.useLayer(ctx, key) {
+		return nil
+	}
+	dir, err := j.s.content.Create(ctx, layerRef(key))
+	if err != nil {
+		return err
+	}
+	st, err := j.s.cfg.Images.Unpack(ctx, img, dir)
+	if err != nil {
+		j.s.content.Abort(context.WithoutCancel(ctx), dir)
+		return err
+	}
+	j.logf("info", "unpacked %s: %d files, %.1f MiB", img.Source, st.Files, float64(st.Bytes)/(1<<20))
+	return j.commitLayer(ctx, dir, key, time.Time{})
 }
 
 // heldBuilds are the builds of r whose content r holds: the latest (a
@@ -146,73 +178,48 @@ func heldBuilds(r *Record) []*Build {
 	return out
 }
 
-// referencesLocked are the typed references to the content: templates'
-// builds (a build in progress is its template's latest), and sandboxes
-// and snapshots by the root filesystem and image they run on. s.mu held.
-func (s *Service) referencesLocked(ctx context.Context) ([]images.Reference, error) {
-	var refs []images.Reference
-	for _, r := range s.records {
-		for _, b := range heldBuilds(r) {
-			for _, k := range b.Layers {
-				refs = append(refs, images.Reference{Holder: images.HolderTemplate, ID: r.ID, Ref: layerRef(k)})
-			}
-			if b.Image != "" {
-				refs = append(refs, images.Reference{Holder: images.HolderTemplate, ID: r.ID, Ref: imageRef(b.Image)})
-			}
+// heldRefs are the content refs r's held builds recorded.
+func heldRefs(r *Record) []images.ContentRef {
+	var refs []images.ContentRef
+	for _, b := range heldBuilds(r) {
+		for _, k := range b.Layers {
+			refs = append(refs, layerRef(k))
 		}
-	}
-	sbs, _, err := s.cfg.Store.ListSandboxes(ctx, store.SandboxFilter{})
-	if err != nil {
-		return nil, err
-	}
-	madeOn := s.content.MadeOn(images.KindTemplateImage)
-	for _, sb := range sbs {
-		if sb.State == string(sandbox.StateKilled) {
-			continue // a killed sandbox's record stays for the API; its files are gone
+		if b.Image != "" {
+			refs = append(refs, imageRef(b.Image))
 		}
-		refs = s.pathRefs(refs, madeOn, images.HolderSandbox, sb.ID, sb.RootFS, sb.ImageDir)
-	}
-	for kind, h := range map[string]images.HolderKind{store.KindSnapshot: images.HolderSnapshot, store.KindTemplate: images.HolderTemplate} {
-		tpls, err := s.cfg.Store.ListTemplates(ctx, kind)
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range tpls {
-			refs = s.pathRefs(refs, madeOn, h, t.ID, t.RootFS, t.ImageDir)
-		}
-	}
-	return refs, nil
-}
-
-// pathRefs adds the references of a holder running on rootfs (and every
-// template image made on it: a sandbox restored from one may read it)
-// and image, where they are entries of the content store.
-func (s *Service) pathRefs(refs []images.Reference, madeOn map[images.ContentRef][]images.ContentRef, h images.HolderKind, id, rootfs, image string) []images.Reference {
-	if ref, ok := s.content.RefOf(rootfs); ok {
-		refs = append(refs, images.Reference{Holder: h, ID: id, Ref: ref})
-		for _, img := range madeOn[ref] {
-			refs = append(refs, images.Reference{Holder: h, ID: id, Ref: img})
-		}
-	}
-	if ref, ok := s.content.RefOf(image); ok {
-		refs = append(refs, images.Reference{Holder: h, ID: id, Ref: ref})
 	}
 	return refs
 }
 
-// Collect removes the layers and images nothing references any more (a
-// deleted template's, unless a sandbox, a snapshot or another template
-// still uses them). It runs at start, after a delete and after a build.
-func (s *Service) Collect(ctx context.Context) ([]images.ContentRef, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	refs, err := s.referencesLocked(ctx)
-	if err != nil {
-		return nil, err
+// holdLocked makes template r hold exactly its held builds' content; what
+// is gone (a record from before its layers were lost) is left out. s.mu
+// held.
+func (s *Service) holdLocked(ctx context.Context, r *Record) error {
+	var refs []images.ContentRef
+	for _, ref := range heldRefs(r) {
+		if _, err := s.content.Open(ctx, ref); err == nil {
+			refs = append(refs, ref)
+		}
 	}
-	removed, err := s.content.Collect(ctx, refs)
-	if len(removed) > 0 {
-		s.log.Info("template content reclaimed", "entries", len(removed))
+	return s.content.Set(ctx, templateHolder(r.ID), refs)
+}
+
+// migrateContent gives a record written before records named content by
+// ref its refs, from the paths it kept: the template's layer, and each
+// published build's store template's Content.
+func migrateContent(r *Record) {
+	if m := r.Meta; m != nil && m.Layer == "" {
+		if ref, ok := images.LegacyRef(m.RootFS); ok && ref.Kind == images.KindLayer {
+			m.Layer, m.RootFS = ref.Key, ""
+		}
 	}
-	return removed, err
+	for _, b := range r.Builds {
+		if t := b.Published; t != nil && len(t.Content) == 0 {
+			t.Content = images.LegacyContent(t.RootFS, t.ImageDir)
+			if len(t.Content) > 0 {
+				t.RootFS, t.ImageDir = "", ""
+			}
+		}
+	}
 }

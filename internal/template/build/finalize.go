@@ -9,6 +9,7 @@ import (
 
 	"github.com/forkbox/forkbox/client"
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/runtime"
 	"github.com/forkbox/forkbox/internal/store"
 )
@@ -31,15 +32,15 @@ func (j *job) finalize(ctx context.Context) error {
 	cpu, mem := j.limits()
 	key := j.hashKey("image", j.key, j.spec.StartCmd, j.spec.ReadyCmd, meta.User, meta.Workdir, j.envKey(),
 		strings.Join(j.s.cfg.AgentArgs, " "), fmt.Sprint(cpu, mem), j.s.cfg.ImageSalt)
-	image := j.s.content.Path(imageRef(key))
-	if j.useImage(key) {
+	if j.useImage(ctx, key) {
 		j.logf("info", "CACHED start-ready image")
 	} else if err := j.capture(ctx, meta, cpu, mem, key); err != nil {
 		return err
 	}
 	return j.s.publish(ctx, j, meta, &store.Template{
-		ID: j.tplID, Kind: store.KindTemplate, RootFS: meta.RootFS, CPUCount: cpu, MemoryMB: mem,
-		DiskSizeMB: builtDiskMB, ImageDir: image, CreatedAt: time.Now().UTC(), AgentArgs: j.s.cfg.AgentArgs,
+		ID: j.tplID, Kind: store.KindTemplate, CPUCount: cpu, MemoryMB: mem,
+		Content:    []images.ContentRef{layerRef(meta.Layer), imageRef(key)},
+		DiskSizeMB: builtDiskMB, CreatedAt: time.Now().UTC(), AgentArgs: j.s.cfg.AgentArgs,
 		Version: key[:16],
 	})
 }
@@ -67,7 +68,7 @@ func (j *job) meta() (*Meta, error) {
 	for k, v := range j.env {
 		env[k] = v
 	}
-	return &Meta{Env: env, User: user, Workdir: wd, RootFS: j.rootfs}, nil
+	return &Meta{Env: env, User: user, Workdir: wd, Layer: j.layer}, nil
 }
 
 func (j *job) capture(ctx context.Context, meta *Meta, cpu, mem int, key string) error {
@@ -77,7 +78,7 @@ func (j *job) capture(ctx context.Context, meta *Meta, cpu, mem int, key string)
 	}
 	j.logf("info", "Starting the template's sandbox")
 	b, err := startBox(ctx, j.s.cfg.Runtime, runtime.Spec{
-		RootFS: meta.RootFS, Args: j.s.cfg.AgentArgs,
+		RootFS: j.rootfs, Args: j.s.cfg.AgentArgs,
 		Resources: runtime.Resources{CPUCount: cpu, MemoryMB: mem, DiskMB: builtDiskMB},
 	}, map[string]any{"envVars": meta.Env, "defaultUser": meta.User, "defaultWorkdir": meta.Workdir})
 	if err != nil {
@@ -91,24 +92,20 @@ func (j *job) capture(ctx context.Context, meta *Meta, cpu, mem int, key string)
 	if err := j.startAndWait(ctx, b, meta); err != nil {
 		return err
 	}
-	tmp, err := j.s.content.Create(imageRef(key))
+	tmp, err := j.s.content.Create(ctx, imageRef(key))
 	if err != nil {
 		return err
 	}
 	t0 := time.Now()
 	if err := cp.Checkpoint(ctx, b.id, tmp, runtime.CheckpointOptions{}); err != nil {
-		j.s.content.Abort(tmp)
+		j.s.content.Abort(context.WithoutCancel(ctx), tmp)
 		return fmt.Errorf("capture the template's sandbox: %w", err)
 	}
-	commit := func() error { return j.s.content.Commit(imageRef(key), tmp) }
-	if on, ok := j.s.content.RefOf(meta.RootFS); ok {
-		commit = func() error { return j.s.content.CommitOn(imageRef(key), tmp, on) }
-	}
-	if err := commit(); err != nil {
-		j.s.content.Abort(tmp)
+	if err := j.s.content.Commit(ctx, imageRef(key), tmp, j.holder()); err != nil {
+		j.s.content.Abort(context.WithoutCancel(ctx), tmp)
 		return err
 	}
-	if !j.useImage(key) {
+	if !j.useImage(ctx, key) {
 		return fmt.Errorf("image %s vanished after its commit", short(key))
 	}
 	j.logf("info", "Captured memory and files in %s", time.Since(t0).Round(time.Millisecond))

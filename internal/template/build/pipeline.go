@@ -22,7 +22,8 @@ type job struct {
 	buildID  string
 	spec     Spec
 	step     string // "base", "1"…, "finalize": where log lines and errors belong
-	key      string // cache key of the current layer
+	key      string // cache key of the build so far
+	layer    string // content key of the current layer (key, unless ENV, WORKDIR or USER followed)
 	rootfs   string // the current layer's directory
 	env      map[string]string
 	envOrder []string
@@ -140,10 +141,13 @@ func (j *job) run(ctx context.Context) {
 	if err == nil && j.s.cfg.Pools != nil {
 		j.s.cfg.Pools.WarmPool(ctx, j.tplID)
 	}
-	// Older builds' layers are free now, and a failed build's unused ones.
+	// The template holds what its kept builds made (finish); the build
+	// lets go of the rest: older builds' layers and a failed build's own
+	// go now, unless something else holds them (pooled sandboxes of an
+	// older image hold it until the pools are reconciled).
 	j.s.reconcilePools(ctx)
-	if _, err := j.s.Collect(ctx); err != nil {
-		j.s.log.Warn("template content collection after a build", "err", err)
+	if err := j.s.content.Release(context.WithoutCancel(ctx), j.holder()); err != nil {
+		j.s.log.Error("release a build's content", "build", j.buildID, "err", err)
 	}
 }
 
@@ -206,7 +210,7 @@ func (j *job) runStep(ctx context.Context, st dockerfile.Step) error {
 	if err != nil {
 		return err
 	}
-	if j.useLayer(key) {
+	if j.useLayer(ctx, key) {
 		j.hits++
 		j.logf("info", "CACHED [%s/%d] %s", j.step, len(j.spec.Steps), label)
 		return nil
@@ -225,7 +229,7 @@ func (j *job) runStep(ctx context.Context, st dockerfile.Step) error {
 	if err != nil {
 		return err
 	}
-	if err := j.commitLayer(filepath.Join(j.work, scratch), key, copied); err != nil {
+	if err := j.commitLayer(ctx, filepath.Join(j.work, scratch), key, copied); err != nil {
 		return err
 	}
 	j.logf("info", "[%s/%d] done in %s", j.step, len(j.spec.Steps), time.Since(t0).Round(time.Millisecond))
@@ -299,4 +303,7 @@ func (s *Service) finish(ctx context.Context, j *job, err error) {
 		s.log.Info("template build ready", "template", j.tplID, "build", j.buildID, "cached", j.hits)
 	}
 	s.saveLocked(r)
+	if err := s.holdLocked(ctx, r); err != nil {
+		s.log.Error("hold template content", "template", r.ID, "err", err)
+	}
 }

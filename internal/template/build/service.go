@@ -32,15 +32,19 @@ const (
 // MaxNameLength bounds template names (E2B's limit).
 const MaxNameLength = 128
 
-// Config configures a Service. Runtime, Store, Images, Uploads and Dir are
-// required.
+// Config configures a Service. Runtime, Store, Images, Content, Uploads and
+// Dir are required.
 type Config struct {
 	Runtime runtime.Runtime
 	Store   *store.Store
 	Images  *oci.Client
+	// Content keeps layers and template images: the image store's
+	// content-addressed part, shared with the sandbox Manager (its
+	// sandboxes and snapshots hold what they run on there too).
+	Content images.ContentStore
 	Uploads *Uploads
-	// Dir holds layers (Dir/layers/<key>), build scratch (Dir/work) and
-	// the template records (Dir/records/<templateID>.json).
+	// Dir holds build scratch (Dir/work) and the template records
+	// (Dir/records/<templateID>.json).
 	Dir string
 	// AgentPath is the agent binary put into image rootfs.
 	AgentPath string
@@ -120,7 +124,11 @@ type Meta struct {
 	Env     map[string]string `json:"env,omitempty"`
 	User    string            `json:"user"`
 	Workdir string            `json:"workdir"`
-	RootFS  string            `json:"rootfs"`
+	// Layer is the key of the template's root filesystem, a layer.
+	Layer string `json:"layer,omitempty"`
+	// RootFS is that layer's path in records written before Layer: only
+	// their migration at load reads it.
+	RootFS string `json:"rootfs,omitempty"`
 }
 
 // Spec is the body of E2B's POST /v2/templates/{id}/builds/{buildID}.
@@ -155,8 +163,8 @@ type Service struct {
 // New opens the service: records are loaded, and builds a previous daemon
 // left unfinished are marked failed and their scratch removed.
 func New(cfg Config) (*Service, error) {
-	if cfg.Runtime == nil || cfg.Store == nil || cfg.Images == nil || cfg.Uploads == nil || cfg.Dir == "" {
-		return nil, fmt.Errorf("template builds need a runtime, store, image client, uploads and a directory: %w", errdefs.ErrInvalidArgument)
+	if cfg.Runtime == nil || cfg.Store == nil || cfg.Images == nil || cfg.Content == nil || cfg.Uploads == nil || cfg.Dir == "" {
+		return nil, fmt.Errorf("template builds need a runtime, store, image client, content store, uploads and a directory: %w", errdefs.ErrInvalidArgument)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -164,18 +172,16 @@ func New(cfg Config) (*Service, error) {
 	if cfg.BaseTemplate == "" {
 		cfg.BaseTemplate = "base"
 	}
-	s := &Service{cfg: cfg, log: cfg.Logger, records: map[string]*Record{}, running: map[string]string{}}
+	s := &Service{cfg: cfg, log: cfg.Logger, content: cfg.Content, records: map[string]*Record{}, running: map[string]string{}}
 	for _, d := range []string{"work", "records"} {
 		if err := os.MkdirAll(filepath.Join(cfg.Dir, d), 0o755); err != nil {
 			return nil, err
 		}
 	}
 	// Half-made layers and images of interrupted builds are never
-	// committed: opening the store removes them, and the scratch goes.
-	var err error
-	if s.content, err = images.OpenContent(cfg.Dir); err != nil {
-		return nil, err
-	}
+	// committed (opening the content store removes them), and their
+	// scratch goes; no build holds anything after a restart. Templates
+	// hold their builds' content again, as their records say.
 	ents, _ := os.ReadDir(filepath.Join(cfg.Dir, "work"))
 	for _, e := range ents {
 		os.RemoveAll(filepath.Join(cfg.Dir, "work", e.Name()))
@@ -183,8 +189,10 @@ func New(cfg Config) (*Service, error) {
 	if err := s.load(); err != nil {
 		return nil, err
 	}
-	if _, err := s.Collect(context.Background()); err != nil {
-		s.log.Warn("template content collection at start", "err", err)
+	for _, r := range s.records {
+		if err := s.holdLocked(context.Background(), r); err != nil {
+			s.log.Error("hold template content", "template", r.ID, "err", err)
+		}
 	}
 	return s, nil
 }
@@ -221,6 +229,7 @@ func (s *Service) load() error {
 			}
 		}
 		migrateTags(&r)
+		migrateContent(&r)
 		s.records[r.ID] = &r
 		s.saveLocked(&r)
 	}
@@ -369,34 +378,37 @@ func (s *Service) Status(ctx context.Context, templateID, buildID string) (*Buil
 	return nil, fmt.Errorf("build %q of template %s: %w", buildID, templateID, errdefs.ErrNotFound)
 }
 
-// Delete removes a template: its record and names go at once; its layers
-// and images go with the next Collect (started at once) unless running or
-// paused sandboxes, snapshots or other templates still use them.
+// Delete removes a template: its record and names go, and its layers and
+// images with them unless running or paused sandboxes, snapshots or other
+// templates still hold them (then they go with their last holder).
 func (s *Service) Delete(ctx context.Context, ref string) error {
-	if err := s.forget(ctx, ref); err != nil {
+	id, err := s.forget(ctx, ref)
+	if err != nil {
 		return err
 	}
+	// Its pooled sandboxes go (and let go of its content) before it does.
 	s.reconcilePools(ctx)
-	if _, err := s.Collect(ctx); err != nil {
-		s.log.Warn("template content collection after a delete", "err", err)
+	if err := s.content.Release(ctx, templateHolder(id)); err != nil {
+		s.log.Error("release a deleted template's content", "template", id, "err", err)
 	}
 	return nil
 }
 
-// forget removes a template's record and store templates.
-func (s *Service) forget(ctx context.Context, ref string) error {
+// forget removes a template's record and store templates and returns its
+// id.
+func (s *Service) forget(ctx context.Context, ref string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.byNameLocked(ref)
 	if r == nil {
-		return fmt.Errorf("template %q: %w", ref, errdefs.ErrNotFound)
+		return "", fmt.Errorf("template %q: %w", ref, errdefs.ErrNotFound)
 	}
 	if id := s.running[r.ID]; id != "" {
-		return fmt.Errorf("template %s is building (build %s): %w", r.ID, id, errdefs.ErrConflict)
+		return "", fmt.Errorf("template %s is building (build %s): %w", r.ID, id, errdefs.ErrConflict)
 	}
 	for _, id := range storeIDsLocked(r) {
 		if err := s.cfg.Store.DeleteTemplate(ctx, id); err != nil && !errdefs.IsNotFound(err) {
-			return err
+			return "", err
 		}
 	}
 	delete(s.records, r.ID)
@@ -405,7 +417,7 @@ func (s *Service) forget(ctx context.Context, ref string) error {
 		s.log.Warn("remove a deleted template's uploads", "template", r.ID, "err", err)
 	}
 	s.log.Info("template deleted", "template", r.ID, "names", r.Names)
-	return nil
+	return r.ID, nil
 }
 
 func cloneRecord(r *Record) *Record {

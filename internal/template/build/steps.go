@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/forkbox/forkbox/client"
 	"github.com/forkbox/forkbox/internal/errdefs"
@@ -45,11 +44,10 @@ func (j *job) baseTemplate(ctx context.Context, ref string) error {
 		for k, v := range m.Env {
 			j.setEnv(k, v)
 		}
-		ref, ok := j.s.content.RefOf(m.RootFS)
-		if !ok || !j.useLayer(ref.Key) {
-			return fmt.Errorf("template %s has lost its root filesystem %s: %w", ref, m.RootFS, errdefs.ErrNotFound)
+		if m.Layer == "" || !j.useLayer(ctx, m.Layer) {
+			return fmt.Errorf("template %s has lost its root filesystem (layer %s): %w", ref, short(m.Layer), errdefs.ErrNotFound)
 		}
-		j.key = j.hashKey("template", m.RootFS)
+		j.key = j.hashKey("template", m.Layer)
 		return nil
 	}
 	t, err := j.s.cfg.Store.GetTemplate(ctx, ref)
@@ -60,7 +58,7 @@ func (j *job) baseTemplate(ctx context.Context, ref string) error {
 		return fmt.Errorf("%s is a snapshot, not a template: %w", ref, errdefs.ErrInvalidArgument)
 	}
 	j.user, j.workdir = UserName, "/home/"+UserName
-	if err := j.importTemplate(t); err != nil {
+	if err := j.importTemplate(ctx, t); err != nil {
 		return err
 	}
 	j.key = j.hashKey("template", t.ID, t.Version, t.RootFS)
@@ -87,6 +85,7 @@ func (j *job) baseImage(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
+	defer j.s.cfg.Images.Release(img) // its blobs are a cache once unpacked
 	j.logf("info", "pulled %s (%d layers, %.1f MiB)", img.Source, len(img.Layers), float64(img.Size())/(1<<20))
 	agent, err := fileHash(j.s.cfg.AgentPath)
 	if err != nil {
@@ -94,16 +93,15 @@ func (j *job) baseImage(ctx context.Context, ref string) error {
 	}
 	j.key = j.hashKey("image", img.Digest, agent)
 	j.applyConfig(img.Config)
-	if j.useLayer(j.key) {
+	base := j.key
+	if j.useLayer(ctx, base) {
 		j.logf("info", "CACHED image rootfs")
 		return nil
 	}
-	unpacked, err := j.s.cfg.Images.Rootfs(ctx, img)
-	if err != nil {
+	if err := j.unpackImage(ctx, img); err != nil {
 		return err
 	}
-	j.rootfs = unpacked
-	scratch, _, err := j.copyLayer()
+	scratch, copied, err := j.copyLayer()
 	if err != nil {
 		return err
 	}
@@ -114,7 +112,7 @@ func (j *job) baseImage(ctx context.Context, ref string) error {
 	if p.UserCreated {
 		j.logf("info", "created user %s (uid %d)", UserName, p.UID)
 	}
-	return j.commitLayer(filepath.Join(j.work, scratch), j.key, time.Time{})
+	return j.commitLayer(ctx, filepath.Join(j.work, scratch), base, copied)
 }
 
 // applyConfig takes the image's Env, WorkingDir and User as the build's

@@ -196,7 +196,9 @@ func (s *Service) syncLocked(ctx context.Context, r *Record, publishing *Build) 
 			return err
 		}
 	}
-	return nil
+	// The builds kept may have changed (a tag moved off an older build):
+	// the template holds their content and lets go of the rest.
+	return s.holdLocked(ctx, r)
 }
 
 func (s *Service) putLocked(ctx context.Context, b *Build, id string, aliases []string) error {

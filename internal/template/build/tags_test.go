@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	imagestore "github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/oci"
 	"github.com/forkbox/forkbox/internal/runtime/fake"
 	"github.com/forkbox/forkbox/internal/store"
@@ -30,8 +31,16 @@ func newTestService(t *testing.T) (*Service, *store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Runtime: fake.New(), Store: st, Images: images, Uploads: up, Dir: dir})
+	content, err := imagestore.OpenContent(filepath.Join(dir, "images"))
 	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Runtime: fake.New(), Store: st, Images: images, Content: content, Uploads: up, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As the daemon does once every owner of references has set them.
+	if _, err := content.Collect(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return s, st

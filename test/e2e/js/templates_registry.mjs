@@ -115,10 +115,10 @@ test('registry auth: the right password pulls, a wrong or missing one fails clea
   await deleteTemplate(name)
 })
 
-// Layers and images are content-addressed in <data>/builds: a template's
+// Layers and images are content-addressed in <data>/images: a template's
 // own go with it, one another template shares stays until that one goes.
 test('deleting templates reclaims their layers and images; a shared layer stays while used', T, async () => {
-  const dir = process.env.FBX_BUILDS_DIR
+  const dir = process.env.FBX_IMAGES_DIR
   const count = (sub) => readdirSync(join(dir, sub)).filter((n) => !n.includes('.')).length
   const shared = () => Template().fromImage(IMAGE).runCmd('echo shared > /s', { user: 'root' })
   const a = `fbx-gc-a-${suffix}`
@@ -126,13 +126,13 @@ test('deleting templates reclaims their layers and images; a shared layer stays 
   await Template.build(shared().runCmd('echo a > /a', { user: 'root' }), a)
   await Template.build(shared().runCmd('echo b > /b', { user: 'root' }), b)
   const layers = count('layers')
-  const imgs = count('images')
+  const imgs = count('templates')
   await deleteTemplate(a)
   assert.equal(count('layers'), layers - 1, 'only template a\'s own layer goes')
-  assert.equal(count('images'), imgs - 1)
+  assert.equal(count('templates'), imgs - 1)
   await check(b, 'cat /s /b', 'shared\nb\n')
   await deleteTemplate(b)
   assert.equal(count('layers'), layers - 3, 'the shared layer goes with its last template')
-  assert.equal(count('images'), imgs - 2)
+  assert.equal(count('templates'), imgs - 2)
   assert.ok(!readdirSync(join(dir, 'layers')).some((n) => n.startsWith('.new-')))
 })
