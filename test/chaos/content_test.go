@@ -189,6 +189,15 @@ func (r *run) contentProblems(p *problems, builtinOnly bool) []string {
 			p.add("content %s of %s is gone", e, holder)
 		}
 	}
+	// A built-in template also holds its image's other shapes (the image's
+	// key and 12 hex digits of shape), which no record names.
+	for _, e := range onDisk {
+		for n, holder := range named {
+			if base, ok := strings.CutPrefix(n, string(images.KindTemplateImage)+"/"); ok && isShape(e, base) {
+				named[e] = holder + " (a shape of its image)"
+			}
+		}
+	}
 	if builtinOnly {
 		for _, e := range onDisk {
 			if named[e] == "" {
@@ -233,14 +242,16 @@ func (r *run) reclaimedByRestart(before []string) []string {
 
 // onlyBuiltinContent checks, with the daemon running and everything else
 // gone, that the image store holds no layer and one image per built-in
-// template.
+// template, besides its images of other shapes.
 func (r *run) onlyBuiltinContent(builtins int) []string {
 	var p problems
 	var layers, imgs []string
-	for _, e := range r.contentEntries(&p) {
-		if strings.HasPrefix(e, string(images.KindLayer)+"/") {
+	all := r.contentEntries(&p)
+	for _, e := range all {
+		switch {
+		case strings.HasPrefix(e, string(images.KindLayer)+"/"):
 			layers = append(layers, e)
-		} else {
+		case !slices.ContainsFunc(all, func(base string) bool { return isShape(e, strings.TrimPrefix(base, string(images.KindTemplateImage)+"/")) }):
 			imgs = append(imgs, e)
 		}
 	}
@@ -248,7 +259,14 @@ func (r *run) onlyBuiltinContent(builtins int) []string {
 		p.add("layers left with no template, sandbox or snapshot: %v", layers)
 	}
 	if len(imgs) != builtins {
-		p.add("template images %v, want one per built-in template (%d)", imgs, builtins)
+		p.add("template images %v, want one per built-in template (%d) besides their shapes", imgs, builtins)
 	}
 	return p
+}
+
+// isShape reports whether content entry e (kind/key) is an image of another
+// shape of the template image of key base.
+func isShape(e, base string) bool {
+	key, ok := strings.CutPrefix(e, string(images.KindTemplateImage)+"/")
+	return ok && len(key) == len(base)+12 && strings.HasPrefix(key, base)
 }
