@@ -251,7 +251,9 @@ func (r *run) onlyBuiltinContent(builtins int) []string {
 		switch {
 		case strings.HasPrefix(e, string(images.KindLayer)+"/"):
 			layers = append(layers, e)
-		case !slices.ContainsFunc(all, func(base string) bool { return isShape(e, strings.TrimPrefix(base, string(images.KindTemplateImage)+"/")) }):
+		case !slices.ContainsFunc(all, func(base string) bool {
+			return isShape(e, strings.TrimPrefix(base, string(images.KindTemplateImage)+"/"))
+		}):
 			imgs = append(imgs, e)
 		}
 	}
