@@ -10,7 +10,8 @@
 //   - ContentStore (disk backend Content) keeps content-addressed entries:
 //     root filesystems (KindLayer: an OCI image unpacked, a build step's
 //     result) and template images (KindTemplateImage: a template's booted
-//     sandbox, built-in or user-built). Entries are shared, so which stay
+//     sandbox, built-in or user-built, and a built-in's images of other
+//     shapes). Entries are shared, so which stay
 //     is decided by typed references (Holder: kind + id) that their owners
 //     record and set; an entry goes as soon as its last holder releases it.
 //
