@@ -136,11 +136,8 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	den.SetSink(func(id string, d netpolicy.Denial) { _ = mgr.AppendEvent(id, egressEvent(d)) })
-	builds, err := newBuilds(ctx, o, rt, st, imgs.content, mgr)
+	builds, err := openBuilds(ctx, o, rt, st, imgs, mgr)
 	if err != nil {
-		return err
-	}
-	if err := imgs.collect(ctx, o.Logger); err != nil {
 		return err
 	}
 	met.watch(mgr, rt)

@@ -53,3 +53,14 @@ func newBuilds(ctx context.Context, o Options, rt runtime.Runtime, st *store.Sto
 		Pools: pools, HostCABundle: template.HostCABundle,
 	})
 }
+
+// openBuilds opens the build service, the last owner of content references
+// to set its own (after the Manager's and the built-in templates'), and
+// then has the image store collect what none holds.
+func openBuilds(ctx context.Context, o Options, rt runtime.Runtime, st *store.Store, imgs *imageStores, pools build.Pools) (*build.Service, error) {
+	builds, err := newBuilds(ctx, o, rt, st, imgs.content, pools)
+	if err != nil {
+		return nil, err
+	}
+	return builds, imgs.collect(ctx, o.Logger)
+}
