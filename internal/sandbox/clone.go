@@ -8,7 +8,6 @@ import (
 
 	"github.com/forkbox/forkbox/internal/cleanup"
 	"github.com/forkbox/forkbox/internal/errdefs"
-	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/store"
 )
 
@@ -141,9 +140,10 @@ func (m *Manager) restoreCopy(ctx context.Context, src store.Sandbox, snap *stor
 	if err != nil {
 		return nil, err
 	}
-	dir, err := m.img.Open(ctx, images.Snapshot(snap.ID))
+	dir, unpin, err := m.openSnapshot(ctx, snap.ID)
 	if err == nil {
 		err = m.restore(ctx, &o.undo, rec, dir, src.EnvdAccessToken)
+		unpin()
 	}
 	if err != nil {
 		return nil, o.fail(ctx, err, StateKilled, recordError(err))

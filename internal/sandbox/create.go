@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
-	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/netpolicy"
 	"github.com/forkbox/forkbox/internal/store"
 )
@@ -127,10 +126,11 @@ func (m *Manager) createRecord(ctx context.Context, req CreateRequest, tpl *stor
 func (m *Manager) boot(ctx context.Context, o *op, tpl *store.Template) error {
 	rec := o.e.rec
 	if tpl.Kind == store.KindSnapshot {
-		dir, err := m.img.Open(ctx, images.Snapshot(tpl.ID))
+		dir, unpin, err := m.openSnapshot(ctx, tpl.ID)
 		if err != nil {
-			return fmt.Errorf("snapshot %s has lost its image: %w", tpl.ID, errdefs.ErrNotFound)
+			return err
 		}
+		defer unpin()
 		return m.restore(ctx, &o.undo, rec, dir, m.imageToken(ctx, tpl))
 	}
 	image, err := m.templateImage(ctx, tpl)

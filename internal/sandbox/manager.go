@@ -139,6 +139,8 @@ type Manager struct {
 	// guards shapeUse, when each was last created from.
 	shapes   singleflight.Group
 	shapesMu sync.Mutex
+	// pins keeps snapshot images being read from a delete (snapshot_pins.go).
+	pins     snapshotPins
 	shapeUse shapeUses
 }
 

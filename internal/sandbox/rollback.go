@@ -77,10 +77,11 @@ func (m *Manager) rollbackTarget(ctx context.Context, id, snapshotID string) (*s
 // stays paused with its image if that fails. On failure o has ended.
 func (m *Manager) rollbackRuntime(ctx context.Context, o *op, snap *store.Template) error {
 	id, token := o.id(), m.imageToken(ctx, snap)
-	dir, err := m.img.Open(ctx, images.Snapshot(snap.ID))
+	dir, unpin, err := m.openSnapshot(ctx, snap.ID)
 	if err != nil {
-		return o.fail(ctx, fmt.Errorf("rollback %s: snapshot %s has lost its image: %w", id, snap.ID, err), o.from, nil)
+		return o.fail(ctx, fmt.Errorf("rollback %s: %w", id, err), o.from, nil)
 	}
+	defer unpin()
 	if o.from != StateRunning {
 		if err := m.restore(ctx, &o.undo, o.e.rec, dir, token); err != nil {
 			return o.fail(ctx, fmt.Errorf("rollback %s: restore failed, sandbox stays paused: %w", id, err), StatePaused, nil)

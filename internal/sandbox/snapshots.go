@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
-	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/store"
 )
 
@@ -30,10 +29,11 @@ func (m *Manager) removeSnapshot(ctx context.Context, t *store.Template) error {
 	if err := m.st.DeleteTemplate(ctx, t.ID); err != nil {
 		return err
 	}
-	if err := m.img.Remove(ctx, images.Snapshot(t.ID)); err != nil {
-		m.log.Error("remove snapshot image", "snapshot", t.ID, "err", err)
+	if m.deferSnapshotImage(t.ID) {
+		m.log.Info("snapshot deleted; its image goes when the operations reading it end", "snapshot", t.ID)
+		return nil
 	}
-	m.release(ctx, snapshotHolder(t.ID))
+	m.dropSnapshotImage(ctx, t.ID)
 	m.log.Info("snapshot deleted", "snapshot", t.ID)
 	return nil
 }
