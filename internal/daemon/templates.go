@@ -33,7 +33,7 @@ func newBuilds(ctx context.Context, o Options, rt runtime.Runtime, st *store.Sto
 		blobCache = -1
 	}
 	pulls, err := oci.New(oci.Options{CacheDir: filepath.Join(o.DataDir, "oci"), Mirrors: mirrors, Insecure: o.InsecureRegistries,
-		BlobCacheBytes: blobCache})
+		BlobCacheBytes: blobCache, OwnsCache: true}) // Run holds the data dir's lock
 	if err != nil {
 		return nil, err
 	}

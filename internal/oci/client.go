@@ -55,6 +55,11 @@ type Options struct {
 	// so a later pull of the same layers skips the download. 0 keeps
 	// none; negative keeps all.
 	BlobCacheBytes int64
+	// OwnsCache says no other process uses CacheDir (the daemon holds its
+	// data directory's lock), so every unfinished download found at start
+	// was cut short by a killed process and is removed at once; without
+	// it only those older than an hour go, as another pull may be writing.
+	OwnsCache bool
 }
 
 // Client pulls images. It is safe for concurrent use.
@@ -85,7 +90,7 @@ func New(opts Options) (*Client, error) {
 	if opts.Jobs <= 0 {
 		opts.Jobs = 3
 	}
-	store, err := newBlobStore(opts.CacheDir)
+	store, err := newBlobStore(opts.CacheDir, opts.OwnsCache)
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,7 @@ type blobStore struct {
 // removes it (younger ones may belong to a pull in flight).
 const staleTemp = time.Hour
 
-func newBlobStore(cacheDir string) (*blobStore, error) {
+func newBlobStore(cacheDir string, owned bool) (*blobStore, error) {
 	s := &blobStore{dir: filepath.Join(cacheDir, "blobs")}
 	for _, d := range []string{s.dir, filepath.Join(s.dir, "sha256"), filepath.Join(s.dir, "tmp")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -36,7 +36,7 @@ func newBlobStore(cacheDir string) (*blobStore, error) {
 	}
 	ents, _ := os.ReadDir(filepath.Join(s.dir, "tmp"))
 	for _, e := range ents {
-		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleTemp {
+		if fi, err := e.Info(); err == nil && (owned || time.Since(fi.ModTime()) > staleTemp) {
 			_ = os.Remove(filepath.Join(s.dir, "tmp", e.Name()))
 		}
 	}

@@ -61,8 +61,10 @@ test('fromImage(debian).aptInstall(nodejs, npm).npmInstall(...): packages from t
   await check(node, 'whoami; pwd; node -e "console.log(require(\'is-odd\')(3))"; ls /usr/local/lib/node_modules',
     'user\n/home/user/app\ntrue\nis-number\n')
   // The host's CA bundle served the build's HTTPS (npm) and stayed out
-  // of the template: no file, no variable.
-  await check(node, 'find / -xdev -name "*forkbox-host-ca*" 2>/dev/null; echo "${SSL_CERT_FILE:-none} ${NODE_EXTRA_CA_CERTS:-none}"', 'none none\n')
+  // of the template: no file, no variable. NODE_EXTRA_CA_CERTS names
+  // what every sandbox gets, the egress proxy's one CA, not the host's.
+  await check(node, 'find / -xdev -name "*forkbox-host-ca*" 2>/dev/null; echo "${SSL_CERT_FILE:-none} ${NODE_EXTRA_CA_CERTS:-none}"; grep -c "BEGIN CERTIFICATE" "$NODE_EXTRA_CA_CERTS"',
+    'none /usr/local/share/ca-certificates/forkbox-egress.crt\n1\n')
 })
 
 test('fromTemplate: a template built on another user template keeps its files, user and workdir', T, async () => {
