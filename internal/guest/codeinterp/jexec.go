@@ -112,10 +112,6 @@ func (k *jupyterKernel) run(ctx context.Context, content executeContent, emit fu
 		case <-k.p.exited:
 			return k.died()
 		case <-in.done:
-			if k.spec.interruptRestarts {
-				k.close()
-				return &execError{"ContextRestarting", "the " + k.spec.name + " kernel cannot interrupt a cell, so it was restarted; its state is lost"}
-			}
 			in.start()
 		case <-in.repeat:
 			in.resend()

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -48,10 +49,6 @@ type kernelSpec struct {
 	// countsSilent marks kernels that count (and echo) silent executions,
 	// so the server's bookkeeping must ride along with the user's cells.
 	countsSilent bool
-	// interruptRestarts marks kernels whose only interrupt is a restart
-	// (ijavascript restarts its session on SIGINT): an interrupted cell
-	// kills the kernel at once, and the next call starts a fresh one.
-	interruptRestarts bool
 	// transform, when set, turns a user's cell into the kernel's language.
 	transform func(code string) (string, error)
 }
@@ -115,14 +112,33 @@ func bashQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`
 // env_vars replaced, outside the user's names.
 const jsEnvSaved = "globalThis[Symbol.for('forkbox.env')]"
 
+// forkboxIJSKernel and forkboxIJSSession are preloaded into ijavascript's
+// kernel and session processes: an interrupt stops the running cell and
+// keeps the session (ijavascript alone restarts it), and a session process
+// that dies takes its kernel with it (ijavascript alone hangs).
+var (
+	//go:embed forkbox_ijs_kernel.js
+	forkboxIJSKernel []byte
+	//go:embed forkbox_ijs_session.js
+	forkboxIJSSession []byte
+)
+
 // javascriptSpec is Node.js via npm's ijavascript (the kernel E2B forks for
 // JavaScript), which speaks ZeroMQ through npm's zeromq module.
 var javascriptSpec = &kernelSpec{
-	name:              langJavaScript,
-	countsSilent:      true, // jp-kernel ignores "silent"
-	interruptRestarts: true,
+	name:         langJavaScript,
+	countsSilent: true, // jp-kernel ignores "silent"
 	argv: func(s *Server, connFile string) ([]string, error) {
-		return []string{s.cfg.IJavaScript, "--hide-undefined", "--protocol=5.1", connFile}, nil
+		kernelJS, err := exec.LookPath(s.cfg.IJavaScript)
+		if err != nil {
+			return nil, fmt.Errorf("ijavascript kernel: %w", err)
+		}
+		err = writeHelpers(connFile, map[string][]byte{"forkbox_ijs_kernel.js": forkboxIJSKernel, "forkbox_ijs_session.js": forkboxIJSSession})
+		if err != nil {
+			return nil, err
+		}
+		preload := filepath.Join(filepath.Dir(connFile), "forkbox_ijs_kernel.js")
+		return []string{s.cfg.Node, "--require", preload, kernelJS, "--hide-undefined", "--protocol=5.1", connFile}, nil
 	},
 	transform: transformJavaScript,
 	setEnv: func(vars map[string]string) string {

@@ -38,21 +38,59 @@ func TestJavaScriptKernel(t *testing.T) {
 	}
 }
 
-// An interrupted JavaScript cell (ijavascript cannot interrupt) ends at
-// once with ContextRestarting, and the context works again next call.
-func TestJavaScriptInterrupt(t *testing.T) {
+// An interrupted JavaScript or TypeScript cell stops, whether it loops or
+// waits, and the kernel keeps its state (ijavascript alone restarts its
+// session on SIGINT).
+func TestJavaScriptInterruptKeepsState(t *testing.T) {
 	ts := newTestServer(t)
-	ts.exec(map[string]any{"code": "var keep = 7", "language": "js"})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	start := time.Now()
-	ts.stream(ctx, map[string]any{"code": "while (true) {}", "language": "js"}, func(event) bool { return true })
-	r := ts.exec(map[string]any{"code": "typeof keep", "language": "js"})
-	if got := mustMain(t, r); got != "undefined" {
-		t.Errorf("after the restart typeof keep = %q", got)
+	cells := []string{
+		"console.log('go')\nwhile (true) {}",
+		"console.log('go')\nawait new Promise(() => {})",
+		"console.log('go')\nrequire('child_process').execSync('sleep 60')",
 	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("interrupt and the next cell took %v", d)
+	for _, lang := range []string{"js", "ts"} {
+		ts.exec(map[string]any{"code": "var keep = 7", "language": lang})
+		for _, cell := range cells {
+			start := time.Now()
+			ctx, cancel := context.WithCancel(context.Background())
+			ts.stream(ctx, map[string]any{"code": cell, "language": lang}, func(e event) bool { return e.typ() != "stdout" })
+			cancel()
+			r := ts.exec(map[string]any{"code": "keep += 1\nkeep", "language": lang})
+			if e := r.err(); e != nil || r.main() == nil {
+				t.Fatalf("%s %q: after the interrupt: %v", lang, cell, r.events)
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("%s %q: interrupt and the next cell took %v", lang, cell, d)
+			}
+		}
+		if got := mustMain(t, ts.exec(map[string]any{"code": "keep", "language": lang})); got != "10" {
+			t.Errorf("%s: keep = %s after three interrupted cells, want 10", lang, got)
+		}
+	}
+}
+
+// A JavaScript cell that ends its session process (process.exit, or the
+// out-of-memory guard's kill) gets DeadKernelError at once, and the next
+// call a fresh kernel (ijavascript alone leaves the cell unanswered).
+func TestJavaScriptSessionDeath(t *testing.T) {
+	ts := newTestServer(t)
+	for _, lang := range []string{"js", "ts"} {
+		ts.exec(map[string]any{"code": "var keep = 7", "language": lang})
+		start := time.Now()
+		r := ts.exec(map[string]any{"code": "process.kill(process.pid, 'SIGKILL')", "language": lang})
+		if e := r.err(); e == nil || e["name"] != "DeadKernelError" || !strings.Contains(str(e["value"]), "SIGKILL") {
+			t.Errorf("%s: a killed session gave %v, want DeadKernelError naming SIGKILL", lang, r.events)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("%s: the dead session was noticed after %v", lang, d)
+		}
+		r = ts.exec(map[string]any{"code": "process.exit(3)", "language": lang})
+		if e := r.err(); e == nil || e["name"] != "DeadKernelError" || !strings.Contains(str(e["value"]), "status 3") {
+			t.Errorf("%s: process.exit(3) gave %v", lang, r.events)
+		}
+		if got := mustMain(t, ts.exec(map[string]any{"code": "typeof keep", "language": lang})); got != "undefined" {
+			t.Errorf("%s: after the kernel died typeof keep = %q, want a fresh kernel", lang, got)
+		}
 	}
 }
 

@@ -42,9 +42,11 @@ type Config struct {
 	R string
 	// Java is the JDK's java launcher for Java contexts (default "java").
 	Java string
-	// IJavaScript is npm's ijavascript kernel for JavaScript contexts
-	// (default "ijskernel").
+	// IJavaScript is npm's ijavascript kernel for JavaScript and
+	// TypeScript contexts (default "ijskernel"), run by Node.
 	IJavaScript string
+	// Node is Node.js, which runs ijavascript (default "node").
+	Node string
 	// WorkDir is the default working directory of new contexts. Empty means
 	// the default user's home directory (/home/user in templates).
 	WorkDir string
@@ -101,6 +103,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.IJavaScript == "" {
 		cfg.IJavaScript = "ijskernel"
+	}
+	if cfg.Node == "" {
+		cfg.Node = "node"
 	}
 	if cfg.InterruptGrace <= 0 {
 		cfg.InterruptGrace = 10 * time.Second

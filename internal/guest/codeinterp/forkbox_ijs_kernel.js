@@ -1,0 +1,61 @@
+// forkbox's additions to npm's ijavascript kernel process, loaded with
+// `node --require` before ijavascript's kernel.js. ijavascript runs cells
+// in a second Node.js process (nel's session server) and, out of the box,
+// answers SIGINT by restarting that process, losing every variable. Here:
+//
+// - The kernel process ignores SIGINT. The session process is in the same
+//   process group, so it receives the interrupt itself and stops the cell
+//   (forkbox_ijs_session.js) with its state kept.
+// - A session process that ends without the kernel asking for it (killed
+//   for memory, V8's heap limit, process.exit in a cell) ends the kernel
+//   too. nel would mark the session dead and leave every request, the
+//   running one included, unanswered for good; a kernel that exits is one
+//   the code interpreter sees die and replaces on the next call.
+'use strict'
+
+const childProcess = require('child_process')
+const fs = require('fs')
+const path = require('path')
+
+// nel as jp-kernel loads it, found from ijavascript's kernel.js (argv[1]).
+const kernelDir = path.dirname(fs.realpathSync(process.argv[1]))
+const jpKernel = require.resolve('jp-kernel', { paths: [kernelDir] })
+const nelPath = require.resolve('nel', { paths: [path.dirname(jpKernel)] })
+
+// nel keeps child_process.spawn from the moment it loads, so the wrapper
+// goes in first.
+let sessionArgs
+const spawn = childProcess.spawn
+childProcess.spawn = function forkboxSpawn(command, args, ...rest) {
+  const child = spawn.call(this, command, args, ...rest)
+  if (args === sessionArgs) {
+    // nel's Session#kill removes every listener before it kills the
+    // process on purpose (restart, shutdown), so this fires only for an
+    // unrequested end.
+    child.on('exit', (code, signal) => {
+      if (child.killed) return
+      const how = signal ? 'was killed by ' + signal : 'exited with status ' + code
+      process.stderr.write('forkbox: the JavaScript session process ' + how +
+        (signal === 'SIGKILL' ? ' (out of memory?)' : '') + '\n')
+      process.exit(1)
+    })
+  }
+  return child
+}
+
+// The session server starts with forkbox_ijs_session.js preloaded. nel
+// spawns it with Session._args, read at every (re)start.
+const { Session } = require(nelPath)
+sessionArgs = ['--require', path.join(__dirname, 'forkbox_ijs_session.js'), ...Session._args]
+Session._args = sessionArgs
+
+// kernel.js installs its restart-on-SIGINT listener while it loads; signal
+// listeners run from the event loop, so removing it before the loop's
+// first turn leaves no window in which it could run.
+const ignoreSIGINT = () => {}
+process.on('SIGINT', ignoreSIGINT)
+process.nextTick(() => {
+  for (const l of process.listeners('SIGINT')) {
+    if (l !== ignoreSIGINT) process.removeListener('SIGINT', l)
+  }
+})
