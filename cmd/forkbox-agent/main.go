@@ -48,34 +48,37 @@ func run(addr, level, codeAddr string, codePrewarm bool) error {
 		return err
 	}
 	log.Info("forkbox-agent listening", "addr", l.Addr().String(), "envd_version", agent.Version, "pid", os.Getpid())
+	// gVisor fails and kills nothing when the sandbox's memory runs out;
+	// the guard does, so a memory hog fails or dies instead of the whole
+	// sandbox. The code interpreter hears of it first, so a kernel that
+	// dies of it says why.
+	guard := oomguard.Options{Logger: log}
 	if codeAddr != "" {
-		go serveCode(ctx, log, codeAddr, l.Addr(), codePrewarm)
+		envdURL := ""
+		if ta, ok := l.Addr().(*net.TCPAddr); ok {
+			envdURL = fmt.Sprintf("http://127.0.0.1:%d", ta.Port)
+		}
+		s := codeinterp.New(codeinterp.Config{Logger: log, EnvdURL: envdURL, Prewarm: codePrewarm})
+		guard.Acting = func(a oomguard.Act) { s.NoteOutOfMemory(a.PGID) }
+		go serveCode(ctx, log, s, codeAddr)
 	}
 	if err := agent.ReserveTasks(); err != nil {
 		log.Warn("task limit reserve", "err", err)
 	}
-	// gVisor fails and kills nothing when the sandbox's memory runs out;
-	// the guard does, so a memory hog fails or dies instead of the whole
-	// sandbox.
-	go oomguard.Run(ctx, oomguard.Options{Logger: log})
+	go oomguard.Run(ctx, guard)
 	a := agent.New(agent.Config{Logger: log})
 	return a.Serve(ctx, l)
 }
 
 // serveCode runs the code interpreter beside envd; its failure is logged
 // but never takes the agent down.
-func serveCode(ctx context.Context, log *slog.Logger, addr string, envd net.Addr, prewarm bool) {
+func serveCode(ctx context.Context, log *slog.Logger, s *codeinterp.Server, addr string) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		log.Error("code interpreter disabled", "err", err)
 		return
 	}
-	envdURL := ""
-	if ta, ok := envd.(*net.TCPAddr); ok {
-		envdURL = fmt.Sprintf("http://127.0.0.1:%d", ta.Port)
-	}
 	log.Info("code interpreter listening", "addr", l.Addr().String())
-	s := codeinterp.New(codeinterp.Config{Logger: log, EnvdURL: envdURL, Prewarm: prewarm})
 	if err := s.Serve(ctx, l); err != nil {
 		log.Error("code interpreter stopped", "err", err)
 	}

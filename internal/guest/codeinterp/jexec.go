@@ -92,6 +92,9 @@ func (k *jupyterKernel) runSilent(ctx context.Context, code string) error {
 // the grace period is killed.
 func (k *jupyterKernel) run(ctx context.Context, content executeContent, emit func([]byte)) error {
 	content.UserExpressions = map[string]any{}
+	if !content.Silent {
+		k.outOfMemory.Store(false)
+	}
 	id, err := k.send(k.shell, "execute_request", content)
 	if err != nil {
 		k.close()

@@ -108,6 +108,9 @@ type jupyterKernel struct {
 	// restarting is set when the context is restarted under a running
 	// cell, which then reports ContextRestarting as E2B does.
 	restarting atomic.Bool
+	// outOfMemory is set when the out-of-memory guard acted on a process
+	// of the kernel during the current cell (NoteOutOfMemory).
+	outOfMemory atomic.Bool
 }
 
 // startJupyter launches spec's kernel in cwd and waits until it answers.
@@ -149,6 +152,9 @@ func (s *Server) startJupyter(ctx context.Context, spec *kernelSpec, cwd string)
 		k.close()
 		return nil, err
 	}
+	// What a kernel printed while starting (ipykernel's "NOTE: When using
+	// the `ipython kernel` entry point…") says nothing about a later death.
+	k.stderr.reset()
 	return k, nil
 }
 
@@ -313,7 +319,7 @@ func (k *jupyterKernel) died() error {
 	if k.restarting.Load() {
 		return &execError{"ContextRestarting", "Context was restarted"}
 	}
-	msg := fmt.Sprintf("the %s kernel died; the context's state is lost and the next execution starts a fresh kernel", k.spec.name)
+	msg := k.deathCause() + "; the context's state is lost and the next execution starts a fresh kernel"
 	if t := k.stderr.String(); t != "" {
 		msg += ": " + t
 	}

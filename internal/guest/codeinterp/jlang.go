@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 )
 
@@ -83,7 +82,7 @@ var pythonSpec = &kernelSpec{
 			// of long sequences in text/plain.
 			"--InteractiveShell.colors=NoColor",
 			"--PlainTextFormatter.max_seq_length=0",
-			"--IPKernelApp.exec_files=[" + strconv.Quote(startup) + "]",
+			"--IPKernelApp.exec_files=" + startup,
 			// History lives in memory (In, Out, _i still work): no SQLite
 			// file and no writer thread, and clones cannot share a file.
 			"--HistoryManager.enabled=False",

@@ -230,6 +230,13 @@ func (t *tail) add(line string) {
 	}
 }
 
+// reset forgets the lines so far.
+func (t *tail) reset() {
+	t.mu.Lock()
+	t.lines = nil
+	t.mu.Unlock()
+}
+
 func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()

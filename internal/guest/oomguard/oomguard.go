@@ -51,6 +51,18 @@ type Options struct {
 	// had. Default prlimit(2), which needs CAP_SYS_RESOURCE for processes
 	// of other users.
 	LimitAS func(pid int, limit uint64) (old uint64, err error)
+	// Acting, when set, is told of each process the guard is about to make
+	// fail or kill, before it does, so that whoever waits on the process
+	// (the code interpreter, on its kernels) learns why it failed or died
+	// before noticing.
+	Acting func(Act)
+}
+
+// Act is what the guard is about to do to a process.
+type Act struct {
+	PID, PGID int
+	Comm      string
+	Kill      bool // kill; else its allocations fail
 }
 
 // Polling intervals: slow while memory is plentiful, fast when it is not
@@ -151,6 +163,7 @@ func (g *Guard) kill(free, total uint64) time.Duration {
 	if !ok {
 		return slowEvery
 	}
+	g.acting(p, true)
 	if err := g.o.Kill(p.pid); err != nil {
 		return fastEvery
 	}
@@ -170,6 +183,7 @@ func (g *Guard) fail(free uint64) {
 	if !ok {
 		return
 	}
+	g.acting(p, false)
 	old, err := g.o.LimitAS(p.pid, p.size)
 	if err != nil {
 		return
@@ -178,6 +192,28 @@ func (g *Guard) fail(free uint64) {
 	g.cappedAt = free
 	g.o.Logger.Warn("out of memory: allocations of process fail", "pid", p.pid, "comm", p.comm,
 		"rssMiB", p.rss>>20, "mappedMiB", p.size>>20, "freeMiB", free>>20)
+}
+
+// acting tells Options.Acting, if any, what is about to happen to p.
+func (g *Guard) acting(p proc, kill bool) {
+	if g.o.Acting != nil {
+		g.o.Acting(Act{PID: p.pid, PGID: pgid(g.o.Proc, p.pid), Comm: p.comm, Kill: kill})
+	}
+}
+
+// pgid reads pid's process group from its stat (the third field after the
+// parenthesised command name); 0 if unknown.
+func pgid(procDir string, pid int) int {
+	b, err := os.ReadFile(filepath.Join(procDir, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 3 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[2])
+	return n
 }
 
 // release gives the processes the guard failed their limits back.

@@ -36,6 +36,7 @@ func fakeProcSystem(t *testing.T, totalKB, freeKB, shmemKB, systemKB int, rss ma
 		}
 		os.WriteFile(filepath.Join(d, "statm"), fmt.Appendf(nil, "%d %d 0 0 0 0 0\n", pages*2, pages), 0o644)
 		os.WriteFile(filepath.Join(d, "comm"), []byte("p"+strconv.Itoa(pid)+"\n"), 0o644)
+		os.WriteFile(filepath.Join(d, "stat"), fmt.Appendf(nil, "%d (p (x)) S 1 %d %d 0 -1\n", pid, pid+1000, pid+1000), 0o644)
 	}
 	return dir
 }
@@ -150,5 +151,27 @@ func TestReadMeminfoAllocatesNothing(t *testing.T) {
 	// 100 MiB free and 10 MiB of files: processes may take 110.
 	if allocs > 1 || m.total != 512<<20 || m.free() != 110<<20 {
 		t.Errorf("readMeminfo: %v allocations, %+v (free %d MiB)", allocs, m, m.free()>>20)
+	}
+}
+
+// Acting hears of a fail and of a kill before either happens, with the
+// process's group.
+func TestActing(t *testing.T) {
+	rss := map[int]int{41: 100000, 42: 5000}
+	var acts []Act
+	order := ""
+	g := New(Options{
+		Kill:    func(int) error { order += "kill "; return nil },
+		LimitAS: func(int, uint64) (uint64, error) { order += "limit "; return 0, nil },
+		Acting:  func(a Act) { order += "acting "; acts = append(acts, a) },
+	})
+	for _, freeKB := range []int{60 << 10, 1 << 10} {
+		g.o.Proc = fakeProc(t, 512<<10, freeKB, 0, rss)
+		g.meminfo = filepath.Join(g.o.Proc, "meminfo")
+		g.Check()
+	}
+	want := []Act{{PID: 41, PGID: 1041, Comm: "p41"}, {PID: 41, PGID: 1041, Comm: "p41", Kill: true}}
+	if fmt.Sprint(acts) != fmt.Sprint(want) || order != "acting limit acting kill " {
+		t.Errorf("acts %+v, order %q; want %+v told before each", acts, order, want)
 	}
 }
