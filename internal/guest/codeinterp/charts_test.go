@@ -36,6 +36,13 @@ func TestChartTypes(t *testing.T) {
 			map[string]any{"label": "A", "min": 1.0, "first_quartile": 2.25, "median": 3.5, "third_quartile": 4.75, "max": 5.0, "outliers": []any{20.0}}},
 		{"superchart", "fig, (a, b) = plt.subplots(2)\na.plot([1, 2]); b.bar(['p'], [3])\nfig.suptitle('S')\nplt.show()",
 			map[string]any{"type": "superchart", "title": "S"}, map[string]any{"type": "line"}},
+		{"symlog", "plt.plot([1, 2], [-5, 500])\nplt.yscale('symlog')\nplt.show()", map[string]any{"type": "line", "y_scale": "symlog"}, nil},
+		{"asinh", "plt.plot([1, 2], [-5, 500])\nplt.yscale('asinh')\nplt.show()", map[string]any{"type": "line", "y_scale": "asinh"}, nil},
+		{"logit", "plt.plot([1, 2], [0.1, 0.9])\nplt.yscale('logit')\nplt.show()", map[string]any{"type": "line", "y_scale": "logit"}, nil},
+		{"function", "import numpy as np\nplt.plot([1, 4], [1, 2])\nplt.xscale('function', functions=(np.sqrt, np.square))\nplt.show()",
+			map[string]any{"type": "line", "x_scale": "function"}, map[string]any{"points": []any{[]any{1.0, 1.0}, []any{4.0, 2.0}}}},
+		{"functionlog", "plt.plot([1, 4], [1, 2])\nplt.xscale('functionlog', functions=(np.sqrt, np.square))\nplt.show()",
+			map[string]any{"type": "line", "x_scale": "functionlog"}, nil},
 		{"unknown", "plt.plot([1, 2]); plt.bar([1], [2])\nplt.show()",
 			map[string]any{"type": "unknown", "elements": []any{}}, nil},
 	}

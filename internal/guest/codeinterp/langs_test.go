@@ -54,6 +54,13 @@ func TestRKernel(t *testing.T) {
 		{code: "Sys.getenv('FB_R', unset = 'gone')", display: `[1] "gone"`},
 		{code: "stop('bad thing')", errSub: "bad thing"},
 		{code: "basename(getwd())", display: `[1] "` + filepath.Base(ts.srv.defaultWorkDir()) + `"`},
+		// IRkernel's quit() (base::quit too) only asks the frontend to
+		// stop it (an ask_exit payload, which E2B's server ignores as
+		// forkbox does); R's primitive exits.
+		{code: "quit(save = 'no')"},
+		{code: "x", display: "[1] 20"},
+		{code: ".Internal(quit('no', 3L, FALSE))", errSub: "DeadKernelError"},
+		{code: "exists('x')", display: "[1] FALSE"},
 	})
 	r := ts.exec(map[string]any{"code": "1", "language": "r"})
 	r2 := ts.exec(map[string]any{"code": "2", "language": "r"})
