@@ -4,7 +4,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -29,17 +28,6 @@ var forkboxJavaKernel []byte
 //
 //go:embed ForkboxJShell.java
 var forkboxJShell []byte
-
-// writeHelpers writes files next to the connection file.
-func writeHelpers(connFile string, files map[string][]byte) error {
-	dir := filepath.Dir(connFile)
-	for name, src := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), src, 0o644); err != nil {
-			return fmt.Errorf("write kernel helper: %w", err)
-		}
-	}
-	return nil
-}
 
 // rSpec is R via Debian's r-cran-irkernel, the kernel E2B runs for R.
 var rSpec = &kernelSpec{
@@ -72,11 +60,9 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // bashSpec is the Bash kernel (forkboxBashKernel) over cfg.Bash.
 var bashSpec = &kernelSpec{
-	name: langBash,
+	name:    langBash,
+	helpers: map[string][]byte{"forkbox_bash_kernel.py": forkboxBashKernel},
 	argv: func(s *Server, connFile string) ([]string, error) {
-		if err := writeHelpers(connFile, map[string][]byte{"forkbox_bash_kernel.py": forkboxBashKernel}); err != nil {
-			return nil, err
-		}
 		return []string{s.cfg.Python, filepath.Join(filepath.Dir(connFile), "forkbox_bash_kernel.py"), "-f", connFile}, nil
 	},
 	argvEnv: func(s *Server) []string { return []string{"FORKBOX_BASH=" + s.cfg.Bash} },
@@ -107,12 +93,9 @@ var bashSpec = &kernelSpec{
 
 // javaSpec is Java via the JDK's jdk.jshell (forkboxJavaKernel).
 var javaSpec = &kernelSpec{
-	name: langJava,
+	name:    langJava,
+	helpers: map[string][]byte{"forkbox_java_kernel.py": forkboxJavaKernel, "ForkboxJShell.java": forkboxJShell},
 	argv: func(s *Server, connFile string) ([]string, error) {
-		err := writeHelpers(connFile, map[string][]byte{"forkbox_java_kernel.py": forkboxJavaKernel, "ForkboxJShell.java": forkboxJShell})
-		if err != nil {
-			return nil, err
-		}
 		return []string{s.cfg.Python, filepath.Join(filepath.Dir(connFile), "forkbox_java_kernel.py"), "-f", connFile}, nil
 	},
 	argvEnv: func(s *Server) []string { return []string{"FORKBOX_JAVA=" + s.cfg.Java} },

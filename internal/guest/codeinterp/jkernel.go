@@ -123,7 +123,7 @@ func (s *Server) startJupyter(ctx context.Context, spec *kernelSpec, cwd string)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := writeKernelDir(conn, acct)
+	dir, err := writeKernelDir(conn, acct, spec.helpers)
 	if err != nil {
 		return nil, err
 	}
@@ -158,12 +158,18 @@ func (s *Server) startJupyter(ctx context.Context, spec *kernelSpec, cwd string)
 	return k, nil
 }
 
-// writeKernelDir writes the connection file into a private directory the
-// kernel's account can read.
-func writeKernelDir(conn connInfo, acct *account) (string, error) {
+// writeKernelDir writes the connection file and the kernel's helpers into
+// a private directory the kernel's account can read.
+func writeKernelDir(conn connInfo, acct *account, helpers map[string][]byte) (string, error) {
 	dir, err := os.MkdirTemp("", "forkbox-kernel-*")
 	if err != nil {
 		return "", err
+	}
+	for name, src := range helpers {
+		if err = os.WriteFile(filepath.Join(dir, name), src, 0o644); err != nil {
+			os.RemoveAll(dir)
+			return "", fmt.Errorf("write kernel helper: %w", err)
+		}
 	}
 	b, _ := json.Marshal(conn)
 	path := filepath.Join(dir, "connection.json")

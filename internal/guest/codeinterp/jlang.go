@@ -3,7 +3,6 @@ package codeinterp
 import (
 	_ "embed"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -33,8 +32,11 @@ var forkboxCharts []byte
 type kernelSpec struct {
 	name string
 	// argv returns the kernel's command line for the connection file;
-	// it may write helper files next to it.
+	// the helpers are next to it.
 	argv func(s *Server, connFile string) ([]string, error)
+	// helpers are files (name → content) the kernel's command line uses,
+	// written next to the connection file before it starts.
+	helpers map[string][]byte
 	// env is added to the kernel's environment.
 	env []string
 	// argvEnv, when set, is more environment taken from the server's
@@ -65,16 +67,11 @@ const ipykernelLauncher = "import sys\n" +
 // pythonSpec is IPython via Debian's python3-ipykernel.
 var pythonSpec = &kernelSpec{
 	name: langPython,
+	helpers: map[string][]byte{
+		"startup.py": ipythonStartup, "forkbox_ipython.py": forkboxIPython, "forkbox_charts.py": forkboxCharts,
+	},
 	argv: func(s *Server, connFile string) ([]string, error) {
-		dir := filepath.Dir(connFile)
-		for name, src := range map[string][]byte{
-			"startup.py": ipythonStartup, "forkbox_ipython.py": forkboxIPython, "forkbox_charts.py": forkboxCharts,
-		} {
-			if err := os.WriteFile(filepath.Join(dir, name), src, 0o644); err != nil {
-				return nil, fmt.Errorf("write kernel helper: %w", err)
-			}
-		}
-		startup := filepath.Join(dir, "startup.py")
+		startup := filepath.Join(filepath.Dir(connFile), "startup.py")
 		return []string{
 			s.cfg.Python, "-c", ipykernelLauncher, "-f", connFile,
 			// No colours, so tracebacks arrive as plain text (E2B's
@@ -127,14 +124,16 @@ var (
 var javascriptSpec = &kernelSpec{
 	name:         langJavaScript,
 	countsSilent: true, // jp-kernel ignores "silent"
+	helpers:      map[string][]byte{"forkbox_ijs_kernel.js": forkboxIJSKernel, "forkbox_ijs_session.js": forkboxIJSSession},
 	argv: func(s *Server, connFile string) ([]string, error) {
-		kernelJS, err := exec.LookPath(s.cfg.IJavaScript)
-		if err != nil {
-			return nil, fmt.Errorf("ijavascript kernel: %w", err)
-		}
-		err = writeHelpers(connFile, map[string][]byte{"forkbox_ijs_kernel.js": forkboxIJSKernel, "forkbox_ijs_session.js": forkboxIJSSession})
-		if err != nil {
-			return nil, err
+		// Node runs ijavascript's kernel.js by its path (a PATH name is
+		// resolved here; a path is taken as it is).
+		kernelJS := s.cfg.IJavaScript
+		if !filepath.IsAbs(kernelJS) {
+			var err error
+			if kernelJS, err = exec.LookPath(kernelJS); err != nil {
+				return nil, fmt.Errorf("ijavascript kernel: %w", err)
+			}
 		}
 		preload := filepath.Join(filepath.Dir(connFile), "forkbox_ijs_kernel.js")
 		return []string{s.cfg.Node, "--require", preload, kernelJS, "--hide-undefined", "--protocol=5.1", connFile}, nil

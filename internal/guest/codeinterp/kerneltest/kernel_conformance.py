@@ -1,7 +1,12 @@
 """Jupyter protocol conformance of forkbox's kernels, with Debian's
-python3-jupyter-kernel-test. The kernelspecs (forkbox-<language>) are
-written by TestKernelConformance from the same kernelSpecs the server
-starts kernels with."""
+python3-jupyter-kernel-test. The kernelspecs (forkbox-<language>) come
+from codeinterp.KernelSpecs, the command lines the server starts kernels
+with; kerneltest runs this file on the host (TestKernelConformance) and in
+a code-interpreter sandbox against the template's own kernels
+(TestKernelConformanceInTemplate). FORKBOX_TS_SAMPLES names the TypeScript
+samples as the server hands them to the TypeScript kernel (transpiled)."""
+import json
+import os
 import unittest
 
 import jupyter_kernel_test as jkt
@@ -44,6 +49,25 @@ class JavaScript(jkt.KernelTests):
         self.assertNotIn('status', reply['content'])
         reply['content']['status'] = 'ok'
         validate_message(reply, 'kernel_info_reply', msg_id)
+
+
+def _typescript_samples():
+    with open(os.environ["FORKBOX_TS_SAMPLES"]) as f:
+        return json.load(f)
+
+
+class TypeScript(JavaScript):
+    """The TypeScript kernel is a second ijavascript kernel; the server
+    transpiles each cell first, so these samples are TypeScript as the
+    server turned it into JavaScript (typescript_samples.json holds the
+    sources). ijavascript reports its language as javascript."""
+    kernel_name = 'forkbox-typescript'
+    _samples = _typescript_samples()
+    code_hello_world = _samples['code_hello_world']
+    code_stderr = _samples['code_stderr']
+    code_execute_result = [{'code': _samples['code_execute_result'], 'result': '42'},
+                           {'code': _samples['code_await_result'], 'result': '42'}]
+    code_generate_error = _samples['code_generate_error']
 
 
 class R(jkt.KernelTests):
