@@ -40,7 +40,7 @@ type connInfo struct {
 }
 
 func (c connInfo) endpoint(port int) string {
-	return "tcp://" + net.JoinHostPort(c.IP, strconv.Itoa(port))
+	return kernelTransport + "://" + net.JoinHostPort(c.IP, strconv.Itoa(port))
 }
 
 // freePorts reserves n distinct loopback ports by binding and releasing
@@ -297,7 +297,7 @@ func (k *jupyterKernel) send(s zmq4.Socket, msgType string, content any) (string
 	if err != nil {
 		return "", err
 	}
-	if err := s.Send(zmq4.NewMsgFrom(frames...)); err != nil {
+	if err := s.SendMulti(zmq4.NewMsgFrom(frames...)); err != nil {
 		return "", fmt.Errorf("send %s: %w", msgType, err)
 	}
 	return id, nil

@@ -54,35 +54,37 @@ type kernelSpec struct {
 	transform func(code string) (string, error)
 }
 
-// ipykernelLauncher starts ipykernel as ipykernel_launcher does, with jedi
-// (IPython's completer) and debugpy (ipykernel's debugger) kept out: E2B's
-// API has neither completion nor debugging, and the two cost about 18 MB
-// of every kernel's memory. IPython and ipykernel fall back by themselves
-// when the imports fail.
-const ipykernelLauncher = "import sys\n" +
-	"sys.modules['jedi'] = sys.modules['debugpy'] = None\n" +
-	"from ipykernel import kernelapp\n" +
-	"kernelapp.launch_new_instance()"
+// forkboxKernel starts ipykernel as ipykernel_launcher does, without jedi
+// and debugpy and with flushes of empty output streams cut short.
+//
+//go:embed forkbox_kernel.py
+var forkboxKernel []byte
 
 // pythonSpec is IPython via Debian's python3-ipykernel.
 var pythonSpec = &kernelSpec{
 	name: langPython,
 	helpers: map[string][]byte{
-		"startup.py": ipythonStartup, "forkbox_ipython.py": forkboxIPython, "forkbox_charts.py": forkboxCharts,
+		"forkbox_kernel.py": forkboxKernel, "startup.py": ipythonStartup,
+		"forkbox_ipython.py": forkboxIPython, "forkbox_charts.py": forkboxCharts,
 	},
 	argv: func(s *Server, connFile string) ([]string, error) {
-		startup := filepath.Join(filepath.Dir(connFile), "startup.py")
+		dir := filepath.Dir(connFile)
 		return []string{
-			s.cfg.Python, "-c", ipykernelLauncher, "-f", connFile,
+			s.cfg.Python, filepath.Join(dir, "forkbox_kernel.py"), "-f", connFile,
 			// No colours, so tracebacks arrive as plain text (E2B's
 			// ipython_kernel_config.py does the same), and no truncation
 			// of long sequences in text/plain.
 			"--InteractiveShell.colors=NoColor",
 			"--PlainTextFormatter.max_seq_length=0",
-			"--IPKernelApp.exec_files=" + startup,
+			"--IPKernelApp.exec_files=" + filepath.Join(dir, "startup.py"),
 			// History lives in memory (In, Out, _i still work): no SQLite
 			// file and no writer thread, and clones cannot share a file.
 			"--HistoryManager.enabled=False",
+			// ipykernel sleeps 0.5 ms before each reply, "to mitigate"
+			// clients that miss output sent just before it; under gVisor
+			// that sleep costs several ms, and the code interpreter waits
+			// for the idle status, which follows all output, anyway.
+			"--IPythonKernel._execute_sleep=0",
 		}, nil
 	},
 	env: []string{"MPLBACKEND=module://matplotlib_inline.backend_inline", "PYTHONUNBUFFERED=1"},
