@@ -202,7 +202,7 @@ func (b *fbBench) codeInterpRTT(ctx context.Context) {
 			rtt.addDur(time.Since(t0))
 		}
 	}
-	b.res.Set("codeinterp.rtt", FB, rtt)
+	b.res.Set("codeinterp.rtt", b.side, rtt)
 }
 
 // codeInterpFirst: create, then the first runCode until its end.
@@ -237,14 +237,14 @@ func (b *fbBench) codeInterpFirst(ctx context.Context) {
 	for _, v := range total {
 		each = append(each, fmt.Sprintf("%.0f", v))
 	}
-	b.res.Note("codeinterp", "create → first runCode, every timed iteration in order (ms): %s. The create call is a "+
+	b.res.Note("codeinterp", "%screate → first runCode, every timed iteration in order (ms): %s. The create call is a "+
 		"hand-over when the daemon has a pre-restored sandbox of the template ready (`serve --pool-size`), else a restore.",
-		strings.Join(each, ", "))
-	b.res.Set("codeinterp.first", FB, total)
-	b.res.Set("codeinterp.create", FB, create)
+		b.who(), strings.Join(each, ", "))
+	b.res.Set("codeinterp.first", b.side, total)
+	b.res.Set("codeinterp.create", b.side, create)
 	if retried > 0 {
-		b.res.Note("codeinterp", "In %d of %d first-runCode iterations the first `/execute` did not reach the interpreter "+
-			"(connection error or HTTP 502/503/504) and was retried every 5 ms; the retries are in the time.", retried, len(total))
+		b.res.Note("codeinterp", "%sIn %d of %d first-runCode iterations the first `/execute` did not reach the interpreter "+
+			"(connection error or HTTP 502/503/504) and was retried every 5 ms; the retries are in the time.", b.who(), retried, len(total))
 	}
 }
 

@@ -64,21 +64,21 @@ func (b *fbBench) codeInterpLanguages(ctx context.Context) {
 	}
 	defer b.kill(ctx, last.SandboxID)
 	for _, c := range langCells {
-		b.res.Set("codeinterp."+c.lang+".first", FB, *first[c.lang])
-		b.res.Set("codeinterp."+c.lang+".memory", FB, *mem[c.lang])
+		b.res.Set("codeinterp."+c.lang+".first", b.side, *first[c.lang])
+		b.res.Set("codeinterp."+c.lang+".memory", b.side, *mem[c.lang])
 		in := b.interp(last)
 		in.lang = c.lang
 		var rtt samples
 		for range b.cfg.echoN {
 			t0 := time.Now()
 			if err := in.runCode(ctx, c.code, c.want); err != nil {
-				b.res.NA("codeinterp."+c.lang+".rtt", FB, err.Error())
+				b.res.NA("codeinterp."+c.lang+".rtt", b.side, err.Error())
 				break
 			}
 			rtt.addDur(time.Since(t0))
 		}
 		if len(rtt) == b.cfg.echoN {
-			b.res.Set("codeinterp."+c.lang+".rtt", FB, rtt)
+			b.res.Set("codeinterp."+c.lang+".rtt", b.side, rtt)
 		}
 	}
 }

@@ -21,8 +21,12 @@ import (
 )
 
 // networkIndex keeps the bench daemon's sandbox networks (10.208.0.0/16,
-// fbx7-*) apart from any other daemon on the machine.
-const networkIndex = 7
+// fbx7-*) apart from any other daemon on the machine; prevNetworkIndex is
+// the previous build's daemon's (-prev-bin), which runs beside it.
+const (
+	networkIndex     = 7
+	prevNetworkIndex = 11
+)
 
 // Daemon is a forkbox daemon started for the benchmark.
 type Daemon struct {
@@ -32,22 +36,29 @@ type Daemon struct {
 	Launcher          string // how it was started
 	proc              *daemonproc.Proc
 	runsc             string
+	index             int // its --network-index
 }
 
 // startDaemon runs `<bin>/forkbox serve` when that binary exists, else this
 // program itself in internal-daemon mode (internal/daemon.Run), as a child
 // process either way, and waits until it answers /health.
-func startDaemon(ctx context.Context, binDir, templateDir, tmp string, hugePages bool) (*Daemon, error) {
+// A build without `serve --host-hugepages` (an older one, -prev-bin) gets
+// no such flag.
+func startDaemon(ctx context.Context, binDir, templateDir, tmp string, hugePages bool, index int) (*Daemon, error) {
 	d := &Daemon{DataDir: filepath.Join(tmp, "daemon-data"), LogPath: filepath.Join(tmp, "daemon.log"),
-		runsc: filepath.Join(binDir, "runsc")}
+		runsc: filepath.Join(binDir, "runsc"), index: index}
+	args := []string{"--network-index", strconv.Itoa(index)}
+	if serveHas(ctx, filepath.Join(binDir, "forkbox"), "host-hugepages") {
+		args = append(args, "--host-hugepages="+strconv.FormatBool(hugePages))
+	}
 	o := daemonproc.Options{Bin: binDir, DataDir: d.DataDir, TemplateDir: templateDir,
-		Args:         []string{"--network-index", strconv.Itoa(networkIndex), "--host-hugepages=" + strconv.FormatBool(hugePages)},
+		Args:         args,
 		LogPath:      d.LogPath,
 		ReadyTimeout: 10 * time.Minute,
 		StopTimeout:  20 * time.Second,
 		SysProcAttr:  &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM},
 	}
-	if name := filepath.Join(binDir, "forkbox"); !hasServe(ctx, name) {
+	if !serveHas(ctx, filepath.Join(binDir, "forkbox"), "network-index") {
 		self, err := os.Executable()
 		if err != nil {
 			return nil, err
@@ -68,15 +79,16 @@ func startDaemon(ctx context.Context, binDir, templateDir, tmp string, hugePages
 	return d, nil
 }
 
-// hasServe reports whether bin/forkbox exists and knows `serve --network-index`.
-func hasServe(ctx context.Context, name string) bool {
+// serveHas reports whether the forkbox binary name exists and knows
+// `serve --<flag>`.
+func serveHas(ctx context.Context, name, flag string) bool {
 	if _, err := os.Stat(name); err != nil {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	out, _ := exec.CommandContext(ctx, name, "serve", "--help").CombinedOutput()
-	return strings.Contains(string(out), "network-index")
+	return strings.Contains(string(out), "--"+flag)
 }
 
 // Stop kills every sandbox the daemon knows, stops the daemon and removes
@@ -95,12 +107,12 @@ func (d *Daemon) Stop(ctx context.Context) {
 func (d *Daemon) cleanup(ctx context.Context) {
 	root := filepath.Join(d.DataDir, "runtime", "runsc")
 	removeRunscContainers(ctx, d.runsc, root)
-	removeDaemonNetworks(ctx)
+	removeDaemonNetworks(ctx, d.index)
 }
 
 // removeDaemonNetworks deletes namespaces, links and the nftables table of
 // network index 7 that a crashed daemon may leave; they are this program's.
-func removeDaemonNetworks(ctx context.Context) {
+func removeDaemonNetworks(ctx context.Context, networkIndex int) {
 	prefix := fmt.Sprintf("fbx%d-", networkIndex)
 	out, _ := exec.CommandContext(ctx, "ip", "netns", "list").Output()
 	for _, line := range strings.Split(string(out), "\n") {

@@ -30,8 +30,9 @@ func init() {
 			"(200 MiB of float64 columns, numpy and pandas from Debian) through `runCode`; then `Clone(count=k, strict)` of that " +
 			"running sandbox and, in every clone concurrently, `runCode('df.shape')` until it answers `(2621440, 10)`: the wall " +
 			"time until all answered (includes the source's snapshot). The interpreter's kernel, its variables and the DataFrame " +
-			"are in each clone's memory, so nothing is recomputed. No raw runsc counterpart; the previous interpreter (worker.py) " +
-			"had no such measurement. Rounds per k as for clones (see header).",
+			"are in each clone's memory, so nothing is recomputed. No raw runsc counterpart: with `-prev-bin`, the second column " +
+			"is an earlier build's interpreter measured the same way in the same run. Rounds per k as for clones (see header).",
+		vs: prevColumn,
 		rows: []rowDef{
 			{"dataframe.setup", "building the DataFrame in the source (`runCode`)", "ms", nil},
 			{"dataframe.memory", "source sandbox memUsed after it", "MiB", nil},
@@ -59,11 +60,11 @@ func (b *fbBench) benchDataFrame(ctx context.Context) {
 		b.fail(err, keys...)
 		return
 	}
-	b.res.Set("dataframe.setup", FB, samples{ms(time.Since(t0))})
+	b.res.Set("dataframe.setup", b.side, samples{ms(time.Since(t0))})
 	if m, err := b.c.Metrics(ctx, src.SandboxID); err == nil && len(m) > 0 {
-		b.res.Set("dataframe.memory", FB, samples{mib(m[len(m)-1].MemUsed)})
+		b.res.Set("dataframe.memory", b.side, samples{mib(m[len(m)-1].MemUsed)})
 	} else {
-		b.res.NA("dataframe.memory", FB, fmt.Sprintf("metrics: %v", err))
+		b.res.NA("dataframe.memory", b.side, fmt.Sprintf("metrics: %v", err))
 	}
 	for _, k := range dataFrameCounts {
 		key := fmt.Sprintf("dataframe.clone.%d", k)
@@ -77,7 +78,7 @@ func (b *fbBench) benchDataFrame(ctx context.Context) {
 			wall.addDur(d)
 			slog.Info("forkbox dataframe clone", "k", k, "took", d)
 		}
-		b.res.Set(key, FB, wall)
+		b.res.Set(key, b.side, wall)
 	}
 }
 

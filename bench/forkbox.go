@@ -22,6 +22,10 @@ type fbBench struct {
 	d   *Daemon
 	res *Results
 	cfg config
+	// side is where the code-interpreter measurements go: FB, or Raw's
+	// columns for the previous build (-prev-bin) in the sections whose
+	// second column is that build (sectionDef.vs).
+	side Side
 }
 
 const sandboxTTL = 20 * time.Minute
@@ -122,7 +126,7 @@ func (b *fbBench) fail(err error, keys ...string) {
 	}
 	slog.Error("forkbox measurement failed", "keys", keys, "err", err)
 	for _, k := range keys {
-		b.res.NA(k, FB, why)
+		b.res.NA(k, b.side, why)
 	}
 }
 
@@ -249,8 +253,8 @@ func (b *fbBench) idleMemory(ctx context.Context, prefix string, start func(cont
 			daemon.add(mib(mt[len(mt)-1].MemUsed))
 		}
 	}
-	ms.setAs(b.res, FB, prefix)
-	b.res.Set(prefix+".daemon", FB, daemon)
+	ms.setAs(b.res, b.side, prefix)
+	b.res.Set(prefix+".daemon", b.side, daemon)
 }
 
 // startWorkload starts workloadPy in the background in sandbox conn and

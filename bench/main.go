@@ -35,6 +35,9 @@ type config struct {
 	keep, shareTemplate   bool
 	hugePages             bool
 	sharedTemplateDir     string // -template-dir as given
+	// prevBin and prevTemplateDir are an earlier build (the interpreter
+	// before Jupyter) whose daemon runs the code-interpreter rows too.
+	prevBin, prevTemplateDir string
 }
 
 func main() {
@@ -65,7 +68,12 @@ func parseFlags() (config, error) {
 	flag.BoolVar(&c.keep, "keep", false, "keep the temporary directory (daemon log, data)")
 	flag.BoolVar(&c.shareTemplate, "share-template", false, "use -template-dir in place instead of a private copy of its base and code-interpreter-v1 templates")
 	flag.BoolVar(&c.hugePages, "host-hugepages", true, "set the host's THP settings so runsc uses huge pages, as `forkbox serve` does by default, before either side runs")
+	flag.StringVar(&c.prevBin, "prev-bin", "", "bin directory of an earlier build whose code interpreter the codeinterp and dataframe sections measure too (its own daemon, same run)")
+	flag.StringVar(&c.prevTemplateDir, "prev-template-dir", "", "that build's template directory (built by its `make template`)")
 	flag.Parse()
+	if (c.prevBin == "") != (c.prevTemplateDir == "") {
+		return c, fmt.Errorf("-prev-bin and -prev-template-dir go together")
+	}
 	if c.n < 1 || c.echoN < 1 || c.cloneReps < 1 {
 		return c, fmt.Errorf("-n, -echo-n and -clone-reps must be positive")
 	}
@@ -79,6 +87,11 @@ func parseFlags() (config, error) {
 		}
 	}
 	var err error
+	if c.prevBin != "" {
+		if c.prevBin, err = filepath.Abs(c.prevBin); err != nil {
+			return c, err
+		}
+	}
 	c.bin, err = filepath.Abs(c.bin)
 	return c, err
 }
@@ -127,6 +140,10 @@ func run() error {
 	if err := runForkbox(ctx, cfg, res, tmp); err != nil {
 		slog.Error("forkbox part failed", "err", err)
 		res.Note("create", "The forkbox part did not run: %s", shortErr(err))
+	}
+	if err := runPrevious(ctx, cfg, res, filepath.Join(tmp, "prev")); err != nil {
+		slog.Error("previous build's part failed", "err", err)
+		res.Note("codeinterp", "The previous build's part did not run: %s", shortErr(err))
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted; no report written")
@@ -187,13 +204,13 @@ func runRaw(ctx context.Context, cfg config, res *Results, dir string) {
 
 // runForkbox starts a daemon, runs the forkbox measurements and stops it.
 func runForkbox(ctx context.Context, cfg config, res *Results, tmp string) error {
-	d, err := startDaemon(ctx, cfg.bin, cfg.templateDir, tmp, cfg.hugePages)
+	d, err := startDaemon(ctx, cfg.bin, cfg.templateDir, tmp, cfg.hugePages, networkIndex)
 	if err != nil {
 		return err
 	}
 	defer d.Stop(context.WithoutCancel(ctx))
 	res.Note("create", "forkbox daemon: `%s`; its log is in the run's temporary directory (-keep keeps it).", d.Launcher)
-	fb := &fbBench{c: d.Client, d: d, res: res, cfg: cfg}
+	fb := &fbBench{c: d.Client, d: d, res: res, cfg: cfg, side: FB}
 	steps := benchSteps(cfg, fb.benchCreate, fb.benchEcho, fb.benchMemory, fb.benchPauseResume,
 		fb.benchSnapshot, fb.benchClone, fb.benchRollback)
 	if cfg.want("codeinterp") { // forkbox only: raw runsc has no counterpart

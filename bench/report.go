@@ -55,7 +55,13 @@ type sectionDef struct {
 	title string
 	intro string
 	rows  []rowDef
+	// vs names the second column's system (the Raw side); "" is raw runsc.
+	vs string
 }
+
+// prevColumn is the second column of the sections an earlier build's
+// daemon measures (-prev-bin).
+const prevColumn = "previous build"
 
 type cell struct {
 	stat *Stat
@@ -141,12 +147,17 @@ func writeHeader(w io.Writer, h Header) {
 	fmt.Fprintf(w, "**Read with care:** this is a noisy 2-core Firecracker guest shared with other work; every number is the median (p50) "+
 		"and 90th percentile of one run, forkbox and raw runsc measured in the same run on the same machine with the same rootfs "+
 		"and the same runsc flags (`--platform=systrap --network=sandbox --overlay2=root:memory`). Differences of a few ms are noise. "+
-		"\"ratio\" is forkbox p50 / raw runsc p50. A target is checked against the forkbox p50.\n\n")
+		"\"ratio\" is forkbox p50 / the second column's p50 (raw runsc, or where the column says so an earlier build). "+
+		"A target is checked against the forkbox p50.\n\n")
 }
 
 func writeSection(w io.Writer, s sectionDef, res *Results) {
 	fmt.Fprintf(w, "## %s\n\n%s\n\n", s.title, s.intro)
-	fmt.Fprintf(w, "| measurement | unit | forkbox p50 | forkbox p90 | n | raw runsc p50 | raw p90 | n | ratio | target | result |\n")
+	vs := s.vs
+	if vs == "" {
+		vs = "raw runsc"
+	}
+	fmt.Fprintf(w, "| measurement | unit | forkbox p50 | forkbox p90 | n | %s p50 | p90 | n | ratio | target | result |\n", vs)
 	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
 	res.mu.Lock()
 	defer res.mu.Unlock()

@@ -108,7 +108,10 @@ var sections = []sectionDef{
 			"First runCode: `POST /sandboxes {\"templateID\":\"code-interpreter-v1\"}` then `x = 1\\nx + 1` until its end " +
 			"(includes the interpreter's start, if it was not already running in the template's image); a first, untimed " +
 			"iteration is dropped. Memory: as in the idle memory section (5 sandboxes at once, 2 s idle, same host view and " +
-			"daemon `memUsed`), each sandbox after one `1+1`. No raw runsc counterpart.",
+			"daemon `memUsed`), each sandbox after one `1+1`. No raw runsc counterpart: with `-prev-bin`, the second " +
+			"column is an earlier build's interpreter measured the same way in the same run by a daemon of that build " +
+			"(its notes say which).",
+		vs: prevColumn,
 		rows: []rowDef{
 			{"codeinterp.rtt", "`runCode('1+1')` round trip", "ms", atMost(20, "p50 ≤ 20 ms")},
 			{"codeinterp.first", "create → first runCode (`x = 1\\nx + 1`) ends", "ms", atMost(400, "p50 ≤ 400 ms")},
