@@ -18,15 +18,7 @@ import (
 // E2B's server does, so proxies and clients see a live stream), then the
 // cell's output, its result and end_of_execution.
 func TestCodeInterpreterKeepalive(t *testing.T) {
-	d := startDaemon(t)
-	c := client.New(d.URL, d.APIKey)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	sb, err := c.CreateSandbox(ctx, client.CreateOptions{TemplateID: "code-interpreter-v1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.KillSandbox(context.Background(), sb.SandboxID)
+	ctx, c, sb := codeInterpreterSandbox(t, 2*time.Minute)
 	code := "import time\nprint('start', flush=True)\ntime.sleep(14)\nprint('done')\n'end'"
 	body, _ := json.Marshal(map[string]string{"code": code})
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.SandboxURL()+"/execute", bytes.NewReader(body))
@@ -74,4 +66,21 @@ func TestCodeInterpreterKeepalive(t *testing.T) {
 			t.Errorf("keepalive %d at %v after the output, want about %v", i+1, at, want)
 		}
 	}
+}
+
+// codeInterpreterSandbox starts a daemon and a code-interpreter-v1 sandbox
+// for the test (killed at its end), returning a context that ends after
+// timeout and the daemon's client.
+func codeInterpreterSandbox(t *testing.T, timeout time.Duration) (context.Context, *client.Client, *client.Sandbox) {
+	t.Helper()
+	d := startDaemon(t)
+	c := client.New(d.URL, d.APIKey)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	sb, err := c.CreateSandbox(ctx, client.CreateOptions{TemplateID: "code-interpreter-v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.KillSandbox(context.Background(), sb.SandboxID) })
+	return ctx, c, sb
 }

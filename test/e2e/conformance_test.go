@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -19,15 +18,7 @@ import (
 // sandbox's interpreter uses. The suite itself and its jsonschema are not
 // in the template; they are copied from the host's Debian packages.
 func TestKernelConformanceInTemplate(t *testing.T) {
-	d := startDaemon(t)
-	c := client.New(d.URL, d.APIKey)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	sb, err := c.CreateSandbox(ctx, client.CreateOptions{TemplateID: "code-interpreter-v1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.KillSandbox(context.Background(), sb.SandboxID)
+	ctx, _, sb := codeInterpreterSandbox(t, 10*time.Minute)
 	const dir = "/tmp/forkbox-conformance"
 	// The template's paths: ijavascript is npm's global install there.
 	files, err := kerneltest.Files(codeinterp.Config{IJavaScript: "/usr/local/bin/ijskernel"}, dir)

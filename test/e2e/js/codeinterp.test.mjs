@@ -7,6 +7,7 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { Sandbox } from '@e2b/code-interpreter'
+import { chartOf } from './helpers.mjs'
 
 let sbx
 const extra = []
@@ -148,13 +149,7 @@ test('a DataFrame has data (ISO timestamps) beside html and text', async () => {
 
 test('matplotlib figures carry chart data of every type', async () => {
   await sbx.runCode('import matplotlib.pyplot as plt')
-  const chart = async (code) => {
-    const ex = await sbx.runCode(code + '\nplt.show()')
-    assert.equal(ex.error, undefined, code)
-    const r = ex.results.find((x) => x.png)
-    assert.ok(r?.chart, `a chart for ${code}`)
-    return r.chart
-  }
+  const chart = (code) => chartOf(sbx, code)
   const line = await chart('plt.plot([1, 2], [3, 4], label="l")\nplt.title("T")\nplt.xlabel("time (s)")')
   assert.equal(line.type, 'line')
   assert.equal(line.title, 'T')

@@ -6,6 +6,7 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { Sandbox } from '@e2b/code-interpreter'
+import { chartOf } from './helpers.mjs'
 
 let sbx
 const extra = []
@@ -120,13 +121,7 @@ test('TypeScript: envs per execution and a context cwd; Java: a context cwd', as
 
 test('chart scales symlog, logit, function, functionlog and asinh; mixed plots are an unknown chart', async () => {
   await sbx.runCode('import matplotlib.pyplot as plt\nimport numpy as np')
-  const chart = async (code) => {
-    const ex = await sbx.runCode(code + '\nplt.show()')
-    assert.equal(ex.error, undefined, code)
-    const r = ex.results.find((x) => x.png)
-    assert.ok(r?.chart, `a chart for ${code}`)
-    return r.chart
-  }
+  const chart = (code) => chartOf(sbx, code)
   for (const [axis, scale, call] of [
     ['y', 'symlog', 'plt.yscale("symlog")'],
     ['y', 'logit', 'plt.yscale("logit")'],

@@ -73,3 +73,13 @@ export async function deleteTemplate(name) {
   })
   assert.equal(res.status, 204, `delete ${name}: ${res.status} ${await res.text()}`)
 }
+
+// chartOf runs a matplotlib cell (plt.show() appended) in sbx and returns
+// the chart of the one result with a png, failing the test without one.
+export async function chartOf(sbx, code) {
+  const ex = await sbx.runCode(code + '\nplt.show()')
+  assert.equal(ex.error, undefined, code)
+  const r = ex.results.find((x) => x.png)
+  assert.ok(r?.chart, `a chart for ${code}`)
+  return r.chart
+}
