@@ -26,20 +26,25 @@ const nelPath = require.resolve('nel', { paths: [path.dirname(jpKernel)] })
 // goes in first.
 let sessionArgs
 const spawn = childProcess.spawn
-childProcess.spawn = function forkboxSpawn(command, args, ...rest) {
-  const child = spawn.call(this, command, args, ...rest)
-  if (args === sessionArgs) {
-    // nel's Session#kill removes every listener before it kills the
-    // process on purpose (restart, shutdown), so this fires only for an
-    // unrequested end.
-    child.on('exit', (code, signal) => {
-      if (child.killed) return
-      const how = signal ? 'was killed by ' + signal : 'exited with status ' + code
-      process.stderr.write('forkbox: the JavaScript session process ' + how +
-        (signal === 'SIGKILL' ? ' (out of memory?)' : '') + '\n')
-      process.exit(1)
-    })
-  }
+childProcess.spawn = function forkboxSpawn(command, args, options) {
+  if (args !== sessionArgs) return spawn.call(this, command, args, options)
+  // The session's stderr, which nel discards, is kept for its last words
+  // (V8's "JavaScript heap out of memory" when it aborts, say).
+  const stdio = [...options.stdio]
+  if (stdio[2] === 'ignore') stdio[2] = 'pipe'
+  const child = spawn.call(this, command, args, { ...options, stdio })
+  let last = ''
+  if (child.stderr) child.stderr.on('data', (b) => { last = (last + b).slice(-1000) })
+  // nel's Session#kill removes every listener before it kills the
+  // process on purpose (restart, shutdown), so this fires only for an
+  // unrequested end.
+  child.on('exit', (code, signal) => {
+    if (child.killed) return
+    const how = signal ? 'was killed by ' + signal : 'exited with status ' + code
+    const words = last.trim().split('\n').slice(-3).join('\n')
+    process.stderr.write('forkbox: the JavaScript session process ' + how + (words ? ': ' + words : '') + '\n')
+    process.exit(1)
+  })
   return child
 }
 

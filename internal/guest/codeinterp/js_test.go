@@ -84,6 +84,10 @@ func TestJavaScriptSessionDeath(t *testing.T) {
 		if d := time.Since(start); d > 10*time.Second {
 			t.Errorf("%s: the dead session was noticed after %v", lang, d)
 		}
+		r = ts.exec(map[string]any{"code": "require('fs').writeSync(2, 'last words\\n')\nprocess.kill(process.pid, 'SIGKILL')", "language": lang})
+		if e := r.err(); e == nil || !strings.Contains(str(e["value"]), "SIGKILL: last words") {
+			t.Errorf("%s: the session's last words are not in %v", lang, r.events)
+		}
 		r = ts.exec(map[string]any{"code": "process.exit(3)", "language": lang})
 		if e := r.err(); e == nil || e["name"] != "DeadKernelError" || !strings.Contains(str(e["value"]), "status 3") {
 			t.Errorf("%s: process.exit(3) gave %v", lang, r.events)

@@ -21,16 +21,18 @@ after(async () => {
 // as display data) its results, else its stdout.
 const value = (ex) => ex.text ?? (ex.results.length ? ex.results.map((r) => r.text).join('|') : ex.logs.stdout.join(''))
 
-test('memory blow-up: a growing Python cell gets MemoryError and keeps its kernel; a giant allocation, a JavaScript or R hog kill only their kernel', async () => {
-  // A sandbox of its own: its memory is what the cells fill.
+test('memory blow-up: allocations fail in Python, JavaScript and R and the kernels keep their state; a giant allocation or a full V8 heap ends only their kernel', async () => {
+  // A sandbox of its own: its memory is what the cells fill. The agent's
+  // out-of-memory guard makes the growing process's allocations fail when
+  // memory gets short and kills the largest one only when it runs out.
   const s = await Sandbox.create({ timeoutMs: 300_000 })
   extra.push(s)
   await s.runCode('keep = "kept"')
   const grow = await s.runCode('hog = []\nwhile True:\n    hog.append(bytearray(10**6))', { timeoutMs: 120_000 })
   assert.equal(grow.error?.name, 'MemoryError', JSON.stringify(grow.error))
-  assert.match(grow.error.value, /out of memory/)
   assert.equal((await s.runCode('n = len(hog)\ndel hog\n(keep, n > 100)')).text, "('kept', True)")
 
+  // gVisor maps a terabyte at once; filling it runs memory out.
   const giant = await s.runCode("'a' * 10**12", { timeoutMs: 120_000 })
   assert.equal(giant.error?.name, 'DeadKernelError', JSON.stringify(giant.error))
   assert.match(giant.error.value, /ran out of memory/)
@@ -38,16 +40,20 @@ test('memory blow-up: a growing Python cell gets MemoryError and keeps its kerne
   assert.equal(fresh.text, 'False')
   assert.equal(fresh.executionCount, 1)
 
-  for (const [language, setup, hog, check] of [
-    ['js', 'var keep = 1', 'const a = []\nwhile (true) a.push(Buffer.alloc(1e7, 1))', 'typeof keep'],
-    ['r', 'keep <- 1', 'l <- list(); i <- 0\nwhile (TRUE) { i <- i + 1; l[[i]] <- numeric(1e6) + i }', 'exists("keep")'],
-  ]) {
-    await s.runCode(setup, { language })
-    const ex = await s.runCode(hog, { language, timeoutMs: 120_000 })
-    assert.equal(ex.error?.name, 'DeadKernelError', `${language}: ${JSON.stringify(ex.error)}`)
-    assert.match(ex.error.value, /ran out of memory/)
-    assert.match(value(await s.runCode(check, { language })), /undefined|FALSE/, `${language}: a fresh kernel`)
-  }
+  await s.runCode('var keep = 1', { language: 'js' })
+  const buffers = await s.runCode('const a = []\nwhile (true) a.push(Buffer.alloc(1e7, 1))', { language: 'js', timeoutMs: 120_000 })
+  assert.equal(buffers.error?.name, 'RangeError', JSON.stringify(buffers.error))
+  assert.equal((await s.runCode('a.length = 0\ntypeof keep', { language: 'js' })).text, 'number')
+  const heap = await s.runCode('const b = []\nwhile (true) b.push(new Array(1e6).fill(1.5))', { language: 'js', timeoutMs: 120_000 })
+  assert.equal(heap.error?.name, 'DeadKernelError', JSON.stringify(heap.error))
+  assert.match(heap.error.value, /heap out of memory|ran out of memory/)
+  assert.equal((await s.runCode('typeof keep', { language: 'js' })).text, 'undefined')
+
+  await s.runCode('keep <- 1', { language: 'r' })
+  const r = await s.runCode('l <- list(); i <- 0\nwhile (TRUE) { i <- i + 1; l[[i]] <- numeric(1e6) + i }', { language: 'r', timeoutMs: 120_000 })
+  assert.match(r.error?.value ?? '', /cannot allocate/, JSON.stringify(r.error))
+  assert.equal(value(await s.runCode('rm(l)\nexists("keep")', { language: 'r' })), '[1] TRUE')
+
   assert.equal((await s.commands.run('echo alive')).stdout, 'alive\n')
   assert.equal((await s.runCode('1 + 1')).text, '2')
 })
