@@ -3,9 +3,9 @@
 // in a second Node.js process (nel's session server) and, out of the box,
 // answers SIGINT by restarting that process, losing every variable. Here:
 //
-// - The kernel process ignores SIGINT. The session process is in the same
-//   process group, so it receives the interrupt itself and stops the cell
-//   (forkbox_ijs_session.js) with its state kept.
+// - The kernel process ignores SIGINT and answers an interrupt_request
+//   (below); the session process stops the cell (forkbox_ijs_session.js)
+//   with its state kept.
 // - A session process that ends without the kernel asking for it (killed
 //   for memory, V8's heap limit, process.exit in a cell) ends the kernel
 //   too. nel would mark the session dead and leave every request, the
@@ -53,6 +53,39 @@ childProcess.spawn = function forkboxSpawn(command, args, options) {
 const { Session } = require(nelPath)
 sessionArgs = ['--require', path.join(__dirname, 'forkbox_ijs_session.js'), ...Session._args]
 Session._args = sessionArgs
+
+// Interrupts come as an interrupt_request on the shell channel (the code
+// interpreter's; jp-kernel reads only shutdown requests on control). A cell
+// that waits (await, $$.async()) is ended through the session's IPC channel,
+// which takes no signal. One whose code runs cannot read that channel:
+// from 100 ms on, while (and only while) it is still the session's task,
+// SIGINT goes to the kernel's process group — the session and what it
+// started; this process ignores it — every 500 ms. Node loses a SIGINT
+// that lands while a script's watchdog is being torn down and hands it to
+// the next script run, so no signal is sent once the cell is over, nor to
+// a cell that a message can stop.
+const handlers = require(path.join(path.dirname(jpKernel), 'lib', 'handlers_v5.js'))
+handlers.interrupt_request = function interruptRequest(request) {
+  request.respond(this.shellSocket, 'interrupt_reply', { status: 'ok' })
+  const session = this.session
+  const task = session._currentTask
+  if (!task || task.forkboxInterrupting) return
+  task.forkboxInterrupting = true
+  session._server.send({ forkboxInterrupt: true })
+  let timer = null
+  const interrupt = () => {
+    if (session._currentTask !== task) return clearInterval(timer)
+    try {
+      process.kill(-process.pid, 'SIGINT')
+    } catch {
+      session._server.kill('SIGINT') // not a process group leader
+    }
+  }
+  setTimeout(() => {
+    interrupt()
+    if (session._currentTask === task) timer = setInterval(interrupt, 500)
+  }, 100)
+}
 
 // kernel.js installs its restart-on-SIGINT listener while it loads; signal
 // listeners run from the event loop, so removing it before the loop's

@@ -5,33 +5,42 @@ with two changes for the code interpreter.
   out: E2B's API has neither completion nor debugging, and the two cost
   about 18 MB of every kernel's memory. IPython and ipykernel fall back by
   themselves when the imports fail.
-- OutStream.flush returns at once when the stream holds nothing to send.
+- OutStream.flush hands its IOPub thread one task instead of two.
   ipykernel flushes stdout and stderr around every result and before every
-  reply, and each flush is a round trip to its IOPub thread (two thread
-  wake-ups), which gVisor makes slow; with nothing buffered there is
-  nothing for it to wait for. Everything sent on IOPub still goes out in
-  order through that thread, and the code interpreter waits for the
-  kernel's idle status, which comes after all of it.
+  reply; each flush asks that thread to send the buffered text and then,
+  as a second task, to set the event it waits on. Each task is a message
+  on a ZeroMQ pipe, dear under gVisor; one task that does both keeps the
+  order and the wait (which also gives the thread that reads a
+  subprocess's output time to pass it on) and costs one message.
 """
 
 import sys
+import threading
 
 sys.modules["jedi"] = sys.modules["debugpy"] = None
 
 from ipykernel import iostream, kernelapp  # noqa: E402
 
-_flush = iostream.OutStream.flush
+
+def _flush(self):
+    t = self.pub_thread
+    if t and t.thread is not None and t.thread.is_alive() and t.thread.ident != threading.current_thread().ident:
+        done = threading.Event()
+
+        def flush_and_signal():
+            try:
+                self._flush()
+            finally:
+                done.set()
+
+        t.schedule(flush_and_signal)
+        if not done.wait(self.flush_timeout):
+            print("IOStream.flush timed out", file=sys.__stderr__)
+    else:
+        self._flush()
 
 
-def _flush_if_pending(self):
-    if self.echo is None and not self._flush_pending and not self._subprocess_flush_pending:
-        with self._buffer_lock:
-            if self._buffer.tell() == 0:
-                return
-    _flush(self)
-
-
-iostream.OutStream.flush = _flush_if_pending
+iostream.OutStream.flush = _flush
 
 if __name__ == "__main__":
     kernelapp.launch_new_instance()

@@ -100,7 +100,11 @@ func (k *jupyterKernel) run(ctx context.Context, content executeContent, emit fu
 		k.close()
 		return k.died()
 	}
-	in := newInterrupter(ctx, k.p, k.grace)
+	var byMessage func()
+	if k.spec.interruptMessage {
+		byMessage = func() { k.send(k.shell, "interrupt_request", struct{}{}) }
+	}
+	in := newInterrupter(ctx, k.p, k.grace, byMessage, k.spec.interruptMessage)
 	defer in.stop()
 	st := &cellState{emit: emit, limit: maxStreamBytes}
 	for !st.idle || !st.replied {

@@ -52,10 +52,15 @@ type kernelSpec struct {
 	countsSilent bool
 	// transform, when set, turns a user's cell into the kernel's language.
 	transform func(code string) (string, error)
+	// interruptMessage interrupts a cell with one interrupt_request on the
+	// shell channel instead of SIGINTs to the process group: the kernel
+	// (forkbox_ijs_kernel.js) signals its session while, and only while,
+	// the cell runs, so no SIGINT outlives the cell to stop the next one.
+	interruptMessage bool
 }
 
 // forkboxKernel starts ipykernel as ipykernel_launcher does, without jedi
-// and debugpy and with flushes of empty output streams cut short.
+// and debugpy and with output flushes that cost one IOPub task, not two.
 //
 //go:embed forkbox_kernel.py
 var forkboxKernel []byte
@@ -124,9 +129,10 @@ var (
 // javascriptSpec is Node.js via npm's ijavascript (the kernel E2B forks for
 // JavaScript), which speaks ZeroMQ through npm's zeromq module.
 var javascriptSpec = &kernelSpec{
-	name:         langJavaScript,
-	countsSilent: true, // jp-kernel ignores "silent"
-	helpers:      map[string][]byte{"forkbox_ijs_kernel.js": forkboxIJSKernel, "forkbox_ijs_session.js": forkboxIJSSession},
+	name:             langJavaScript,
+	countsSilent:     true, // jp-kernel ignores "silent"
+	interruptMessage: true,
+	helpers:          map[string][]byte{"forkbox_ijs_kernel.js": forkboxIJSKernel, "forkbox_ijs_session.js": forkboxIJSSession},
 	argv: func(s *Server, connFile string) ([]string, error) {
 		// Node runs ijavascript's kernel.js by its path (a PATH name is
 		// resolved here; a path is taken as it is).

@@ -171,12 +171,14 @@ func (p *proc) signal(sig syscall.Signal) {
 // is outside user code) has nothing to stop, so one is not enough.
 const interruptRepeat = 500 * time.Millisecond
 
-// interrupter interrupts a cell once its request is cancelled: SIGINT to
-// the process group at once and every interruptRepeat after, and expired
-// fires when the grace period is over. Use its channels in a select.
+// interrupter interrupts a cell once its request is cancelled: send (SIGINT
+// to the process group) at once and, unless once, every interruptRepeat
+// after, and expired fires when the grace period is over. Use its channels
+// in a select.
 type interrupter struct {
-	p       *proc
+	send    func()
 	grace   time.Duration
+	once    bool
 	done    <-chan struct{} // the request's ctx.Done(); nil once handled
 	repeat  <-chan time.Time
 	expired <-chan time.Time
@@ -184,24 +186,34 @@ type interrupter struct {
 	timer   *time.Timer
 }
 
-func newInterrupter(ctx context.Context, p *proc, grace time.Duration) *interrupter {
-	return &interrupter{p: p, grace: grace, done: ctx.Done()}
+// newInterrupter interrupts with send, or with SIGINT to p's process group
+// when send is nil.
+func newInterrupter(ctx context.Context, p *proc, grace time.Duration, send func(), once bool) *interrupter {
+	if send == nil {
+		send = func() { p.signal(syscall.SIGINT) }
+	}
+	return &interrupter{send: send, grace: grace, once: once, done: ctx.Done()}
 }
 
 // start sends the first interrupt and arms the repeat and the deadline.
 func (in *interrupter) start() {
 	in.done = nil
-	in.p.signal(syscall.SIGINT)
-	in.ticker = time.NewTicker(interruptRepeat)
+	in.send()
 	in.timer = time.NewTimer(in.grace)
-	in.repeat, in.expired = in.ticker.C, in.timer.C
+	in.expired = in.timer.C
+	if !in.once {
+		in.ticker = time.NewTicker(interruptRepeat)
+		in.repeat = in.ticker.C
+	}
 }
 
-func (in *interrupter) resend() { in.p.signal(syscall.SIGINT) }
+func (in *interrupter) resend() { in.send() }
 
 func (in *interrupter) stop() {
 	if in.ticker != nil {
 		in.ticker.Stop()
+	}
+	if in.timer != nil {
 		in.timer.Stop()
 	}
 }
