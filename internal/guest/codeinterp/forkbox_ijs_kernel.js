@@ -34,14 +34,17 @@ childProcess.spawn = function forkboxSpawn(command, args, options) {
   if (stdio[2] === 'ignore') stdio[2] = 'pipe'
   const child = spawn.call(this, command, args, { ...options, stdio })
   let last = ''
-  if (child.stderr) child.stderr.on('data', (b) => { last = (last + b).slice(-1000) })
+  if (child.stderr) child.stderr.on('data', (b) => { last = (last + b).slice(-16384) })
   // nel's Session#kill removes every listener before it kills the
   // process on purpose (restart, shutdown), so this fires only for an
   // unrequested end.
   child.on('exit', (code, signal) => {
     if (child.killed) return
     const how = signal ? 'was killed by ' + signal : 'exited with status ' + code
-    const words = last.trim().split('\n').slice(-3).join('\n')
+    // V8's fatal error line, not the native stack trace after it.
+    const lines = last.trim().split('\n')
+    const fatal = lines.filter((l) => l.includes('FATAL ERROR'))
+    const words = (fatal.length > 0 ? fatal : lines.slice(-3)).join('\n')
     process.stderr.write('forkbox: the JavaScript session process ' + how + (words ? ': ' + words : '') + '\n')
     process.exit(1)
   })

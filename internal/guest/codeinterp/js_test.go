@@ -88,6 +88,11 @@ func TestJavaScriptSessionDeath(t *testing.T) {
 		if e := r.err(); e == nil || !strings.Contains(str(e["value"]), "SIGKILL: last words") {
 			t.Errorf("%s: the session's last words are not in %v", lang, r.events)
 		}
+		// As V8 dies of a full heap: its fatal line, then a native stack.
+		r = ts.exec(map[string]any{"code": "require('fs').writeSync(2, 'FATAL ERROR: heap full\\n 1: frame\\n 2: frame\\n 3: frame\\n 4: frame\\n')\nprocess.abort()", "language": lang})
+		if e := r.err(); e == nil || !strings.HasSuffix(str(e["value"]), "SIGABRT: FATAL ERROR: heap full") {
+			t.Errorf("%s: V8's fatal line is not the death message's end: %v", lang, r.events)
+		}
 		r = ts.exec(map[string]any{"code": "process.exit(3)", "language": lang})
 		if e := r.err(); e == nil || e["name"] != "DeadKernelError" || !strings.Contains(str(e["value"]), "status 3") {
 			t.Errorf("%s: process.exit(3) gave %v", lang, r.events)

@@ -46,7 +46,7 @@ test('memory blow-up: allocations fail in Python, JavaScript and R and the kerne
   assert.equal((await s.runCode('a.length = 0\ntypeof keep', { language: 'js' })).text, 'number')
   const heap = await s.runCode('const b = []\nwhile (true) b.push(new Array(1e6).fill(1.5))', { language: 'js', timeoutMs: 120_000 })
   assert.equal(heap.error?.name, 'DeadKernelError', JSON.stringify(heap.error))
-  assert.match(heap.error.value, /heap out of memory|ran out of memory/)
+  assert.match(heap.error.value, /out of memory/)
   assert.equal((await s.runCode('typeof keep', { language: 'js' })).text, 'undefined')
 
   await s.runCode('keep <- 1', { language: 'r' })
