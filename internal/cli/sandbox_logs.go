@@ -47,29 +47,38 @@ new entries are printed as they come until the sandbox is gone or you stop it.`,
 }
 
 // printLogs prints the log, then (follow) polls for entries after the last
-// one printed. Entries at the cursor's millisecond are asked for again, so
-// those already printed are skipped.
+// one printed. The cursor has millisecond precision and is inclusive, so the
+// entries at its millisecond come back on the next poll; the log keeps equal
+// times in the order they were written, so the first atCursor of them are
+// those already printed (two identical lines in one millisecond are still
+// two lines).
 func (a *app) printLogs(ctx context.Context, id string, o client.LogsOptions, follow bool) error {
 	c := a.client()
-	seen := map[string]bool{}
+	printed, atCursor := 0, 0
 	for {
 		entries, err := c.Logs(ctx, id, o)
 		if err != nil {
-			if follow && (client.IsNotFound(err) || errors.Is(err, context.Canceled)) && len(seen) > 0 {
+			if follow && (client.IsNotFound(err) || errors.Is(err, context.Canceled)) && printed > 0 {
 				return nil // the sandbox is gone, or the user stopped
 			}
 			return err
 		}
+		skip := atCursor
 		for _, e := range entries {
-			key := e.Timestamp.String() + "\x00" + e.Message
-			if seen[key] {
+			ms := e.Timestamp.UnixMilli()
+			if skip > 0 && ms == o.Cursor.UnixMilli() {
+				skip--
 				continue
 			}
-			seen[key] = true
 			if err := a.printLogEntry(e); err != nil {
 				return err
 			}
-			o.Cursor = e.Timestamp
+			printed++
+			if !o.Cursor.IsZero() && ms == o.Cursor.UnixMilli() {
+				atCursor++
+			} else {
+				o.Cursor, atCursor = time.UnixMilli(ms), 1
+			}
 		}
 		if !follow {
 			return nil
