@@ -53,6 +53,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		OCIBlobCacheMB: blobCache,
 		Limits:         sandbox.Limits{MaxCPUs: maxCPUs, MaxMemoryMB: maxMem, MaxDiskMB: maxDisk},
 		Logger:         log, Out: cmd.ErrOrStderr(),
+		SecretsKeyFile: str("secrets-key-file"), OIDCIssuer: str("oidc-issuer"),
 	})
 }
 

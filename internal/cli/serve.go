@@ -65,5 +65,7 @@ SIGTERM; paused sandboxes and snapshots survive restarts in --data-dir.`,
 	f.StringArray("insecure-registry", nil, "registry HOST that may be spoken to over plain HTTP or unverified TLS (repeatable; loopback registries always may)")
 	f.Int("oci-blob-cache", 1024, "MiB of pulled image layers (compressed) kept after their images are unpacked, so a later pull skips the download; "+
 		"the least recently used go first (0: none kept, -1: no bound)")
+	f.String("secrets-key-file", "", "file of the AES-256 key (64 hex digits, mode 0600) secret values are encrypted with (default: <data-dir>/secrets.key, made at first start)")
+	f.String("oidc-issuer", "", "URL of this daemon as the OIDC issuer of sandboxes' workload identity tokens (iam.tokens); relying parties fetch <URL>/.well-known/openid-configuration (default: http://<listen address>)")
 	return cmd
 }

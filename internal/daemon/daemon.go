@@ -62,6 +62,13 @@ type Options struct {
 	NetworkIndex int
 	// Egress configures sandbox egress rules and the egress proxy.
 	Egress EgressOptions
+	// SecretsKeyFile is the AES-256 key (64 hex digits, mode 0600) secret
+	// values are sealed with (--secrets-key-file); empty: made at first
+	// start in <data-dir>/secrets.key.
+	SecretsKeyFile string
+	// OIDCIssuer is the issuer URL of workload identity tokens
+	// (--oidc-issuer); empty: http://<Listen>.
+	OIDCIssuer string
 	// RegistryMirrors are "host=URL" mirrors tried before a registry
 	// (--registry-mirror); InsecureRegistries may be spoken to over plain
 	// HTTP (loopback ones always may).
@@ -111,10 +118,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer st.Close()
-	if err := o.Egress.prepare(o.DataDir); err != nil {
-		return err
-	}
-	key, err := ensureAPIKey(ctx, st, o.DataDir)
+	key, vault, err := prepareData(ctx, &o, st)
 	if err != nil {
 		return err
 	}
@@ -131,17 +135,19 @@ func Run(ctx context.Context, o Options) error {
 	defer closeRuntime(context.WithoutCancel(ctx))
 	met := newMetrics()
 	met.reg.MustRegister(den)
-	mgr, err := newManager(ctx, o, rt, st, imgs, tpls, met)
+	mgr, err := newManager(ctx, o, rt, st, imgs, tpls, met, checkSecrets(vault, o.Egress.checkNetwork))
 	if err != nil {
 		return err
 	}
+	o.Egress.fill.set(filler(vault, nil))
 	den.SetSink(func(id string, d netpolicy.Denial) { _ = mgr.AppendEvent(id, egressEvent(d)) })
 	builds, err := openBuilds(ctx, o, rt, st, imgs, mgr)
 	if err != nil {
 		return err
 	}
 	met.watch(mgr, rt)
-	srv, err := server.New(server.Config{Manager: mgr, Keys: st, Logger: log, Domain: o.Domain, Templates: builds, Metrics: met.handler(), Egress: den})
+	srv, err := server.New(server.Config{Manager: mgr, Keys: st, Logger: log, Domain: o.Domain, Templates: builds, Metrics: met.handler(), Egress: den,
+		Secrets: vault})
 	if err != nil {
 		return err
 	}
@@ -150,7 +156,8 @@ func Run(ctx context.Context, o Options) error {
 
 // newManager builds the sandbox Manager with its event log, recovers what a
 // previous daemon left and warms the built-in templates.
-func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.Store, imgs *imageStores, tpls []*store.Template, obs sandbox.Observer) (*sandbox.Manager, error) {
+func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.Store, imgs *imageStores, tpls []*store.Template, obs sandbox.Observer,
+	checkNetwork func(context.Context, netpolicy.Rules) error) (*sandbox.Manager, error) {
 	events, err := eventlog.Open(filepath.Join(o.DataDir, "events"), 0)
 	if err != nil {
 		return nil, err
@@ -167,7 +174,7 @@ func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.St
 		Images: imgs.disk, Content: imgs.content,
 		PoolSize: o.PoolSize, PoolTemplates: []string{template.BaseID, template.CodeInterpreterID}, PoolRecent: o.PoolRecent,
 		CloneConcurrency: o.CloneConcurrency, NetworkOpened: o.Egress.Open,
-		CheckNetwork: o.Egress.checkNetwork, EgressCA: o.Egress.caPEM,
+		CheckNetwork: checkNetwork, EgressCA: o.Egress.caPEM,
 	})
 	if err != nil {
 		return nil, err

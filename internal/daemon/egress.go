@@ -31,6 +31,10 @@ type EgressOptions struct {
 	// besides the system's when it re-encrypts intercepted HTTPS.
 	CAFile string
 
+	// fill fills in rules' placeholders once the daemon can (prepare
+	// makes it; Run sets it).
+	fill *fillHook
+
 	// Set by prepare: the egress CA (<data-dir>/egress-ca), the upstream
 	// roots and the resolver.
 	ca       *tlsca.CA
@@ -60,7 +64,7 @@ func (e *EgressOptions) prepare(dataDir string) error {
 			return fmt.Errorf("--egress-ca-file %s: no PEM certificate in it", e.CAFile)
 		}
 	}
-	e.ca, e.roots = ca, roots
+	e.ca, e.roots, e.fill = ca, roots, &fillHook{}
 	e.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw})
 	e.resolver = net.DefaultResolver
 	if dns := e.DNS; dns != "" {
@@ -187,12 +191,13 @@ func (e *egressProxy) serve(o Options, nm *netns.Manager) error {
 			l, ok := nm.LeaseByAddr(src)
 			return l.Policy, ok
 		}),
-		Opened:    o.Egress.Open,
-		Logger:    o.Logger,
-		Resolver:  o.Egress.resolver,
-		CA:        o.Egress.ca,
-		RootCAs:   o.Egress.roots,
-		Sandboxes: nm.Subnet(),
+		Opened:       o.Egress.Open,
+		Logger:       o.Logger,
+		Resolver:     o.Egress.resolver,
+		CA:           o.Egress.ca,
+		RootCAs:      o.Egress.roots,
+		Sandboxes:    nm.Subnet(),
+		Placeholders: e.expander(nm, o.Egress.fill),
 		OnDeny: func(src netip.Addr, d netpolicy.Denial) {
 			if l, ok := nm.LeaseByAddr(src); ok {
 				if id, ok := e.owners.sandbox(l.ID); ok {

@@ -76,6 +76,10 @@ type Config struct {
 	RootCAs *x509.CertPool
 	// Sandboxes is the sandboxes' subnet: never a destination.
 	Sandboxes netip.Prefix
+	// Placeholders fills in the ${e2b.secrets.…} and
+	// ${e2b.identity.tokens.…} of rules' header values per request; nil
+	// refuses every request whose headers hold one (never sent as written).
+	Placeholders Expander
 	// WebPorts are the ports whose first bytes are read for a Host or
 	// SNI; a tunnelled connection to another port is relayed unread (the
 	// server may speak first). Default 80 and 443.

@@ -100,19 +100,22 @@ func (p *Proxy) exchange(cn *conn, client net.Conn, br *bufio.Reader, req *http.
 		closeWrite(client)
 		close(done)
 	}()
-	p.forwardRequests(cn, br, req, up, host)
+	p.forwardRequests(cn, client, br, req, up, host)
 	closeWrite(up)
 	<-done
 }
 
 // forwardRequests writes req and the requests after it upstream, each with
 // host's transform applied (the rules' headers replace the sandbox's),
-// until the client stops, switches protocols or names another host.
-func (p *Proxy) forwardRequests(cn *conn, br *bufio.Reader, req *http.Request, up net.Conn, host string) {
+// until the client stops, switches protocols or names another host, or a
+// placeholder cannot be filled in (the client then gets a 502: HTTP/1.1
+// without pipelining sends a request once the previous answer is in, so
+// nothing else is writing to it).
+func (p *Proxy) forwardRequests(cn *conn, client net.Conn, br *bufio.Reader, req *http.Request, up net.Conn, host string) {
 	_, headers, _ := cn.policy.TransformFor(host)
 	for {
-		for _, h := range headers {
-			req.Header[h.Name] = []string{h.Value}
+		if err := p.setHeaders(req, cn, client, host, headers); err != nil {
+			return
 		}
 		if _, ok := req.Header["User-Agent"]; !ok {
 			req.Header["User-Agent"] = []string{""} // Write would add Go's

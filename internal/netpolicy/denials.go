@@ -24,6 +24,9 @@ const (
 	ReasonHostSwitch = "hostSwitch"
 	// ReasonHost: the host's own addresses.
 	ReasonHost = "host"
+	// ReasonPlaceholder: a rule's header names a secret or token the
+	// proxy could not fill in (deleted since); the request is not sent.
+	ReasonPlaceholder = "placeholder"
 )
 
 // Layers that refuse: the kernel's per-sandbox rules and the egress proxy.

@@ -161,6 +161,11 @@ func checkHeaders(where string, in map[string]string) ([]Header, int, error) {
 		if len(value) > MaxHeaderValueLen || !httpguts.ValidHeaderFieldValue(value) {
 			return nil, 0, fmt.Errorf("%s[%q]: the value must be at most %d bytes without CR, LF or other control characters: %w", where, name, MaxHeaderValueLen, errdefs.ErrInvalidArgument)
 		}
+		if HasPlaceholder(value) {
+			if _, err := Expand(value, func(Ref) (string, error) { return "", nil }); err != nil {
+				return nil, 0, fmt.Errorf("%s[%q]: %w", where, name, err)
+			}
+		}
 		if slices.ContainsFunc(out, func(h Header) bool { return h.Name == canon }) {
 			return nil, 0, fmt.Errorf("%s[%q]: the header is listed twice (names are case-insensitive): %w", where, name, errdefs.ErrInvalidArgument)
 		}

@@ -36,7 +36,10 @@ type CreateRequest struct {
 	// Inbound is maskRequestHost and httpsPorts; nil (and PrivateTraffic
 	// false) states none of the data plane's settings, so a sandbox
 	// created from a snapshot inherits its source's.
-	Inbound  *netpolicy.Inbound
+	Inbound *netpolicy.Inbound
+	// IAM is the workload tokens Network's rules may name; nil with
+	// Network nil too inherits a snapshot's.
+	IAM      *netpolicy.IAM
 	Metadata map[string]string
 	EnvVars  map[string]string
 	// CPUCount, MemoryMB and DiskSizeMB (the writable filesystem's size)

@@ -17,6 +17,17 @@ type NetworkRequest struct {
 	Rules *netpolicy.Rules
 	// AllowInternet, when nil, means true (E2B's default).
 	AllowInternet *bool
+	// IAM is the workload tokens the rules may name (a network update
+	// keeps the sandbox's).
+	IAM *netpolicy.IAM
+}
+
+// iamOf is iam, or nil when it names no token.
+func iamOf(iam *netpolicy.IAM) *netpolicy.IAM {
+	if iam == nil || len(iam.Tokens) == 0 {
+		return nil
+	}
+	return iam
 }
 
 // compileNetwork validates r against the operator's opened ranges and the
@@ -30,6 +41,12 @@ func (m *Manager) compileNetwork(ctx context.Context, r NetworkRequest) (*netpol
 	}
 	norm, _, err := netpolicy.Compile(rules, allow, m.cfg.NetworkOpened)
 	if err != nil {
+		return nil, false, err
+	}
+	if err := netpolicy.CheckIAM(r.IAM); err != nil {
+		return nil, false, err
+	}
+	if err := netpolicy.CheckTokenRefs(norm, r.IAM); err != nil {
 		return nil, false, err
 	}
 	if norm.IsZero() {
@@ -67,6 +84,11 @@ func (m *Manager) egress(rec *store.Sandbox) *netpolicy.Policy {
 // lifecycle operation from starting meanwhile, so the rules cannot land
 // on a sandbox that is being paused or rolled back.
 func (m *Manager) SetNetwork(ctx context.Context, id string, r NetworkRequest) (*Sandbox, error) {
+	sb, err := m.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	r.IAM = sb.IAM // set at create, never changed: the rules may name its tokens
 	rules, allow, err := m.compileNetwork(ctx, r)
 	if err != nil {
 		return nil, err
@@ -111,15 +133,17 @@ func (m *Manager) applyNetwork(ctx context.Context, rec *store.Sandbox) error {
 // snapshot's, and one that states no data-plane settings inherits those.
 func (m *Manager) recordNetwork(ctx context.Context, rec *store.Sandbox, req CreateRequest, tpl *store.Template) error {
 	snap := tpl.Kind == store.KindSnapshot
-	nr := NetworkRequest{Rules: req.Network, AllowInternet: req.AllowInternet}
+	nr := NetworkRequest{Rules: req.Network, AllowInternet: req.AllowInternet, IAM: req.IAM}
 	if nr.Rules == nil && nr.AllowInternet == nil && snap {
-		nr = NetworkRequest{Rules: tpl.Network, AllowInternet: tpl.AllowInternet}
+		nr = NetworkRequest{Rules: tpl.Network, AllowInternet: tpl.AllowInternet, IAM: tpl.IAM}
+	} else if nr.IAM == nil && snap {
+		nr.IAM = tpl.IAM
 	}
 	rules, allow, err := m.compileNetwork(ctx, nr)
 	if err != nil {
 		return err
 	}
-	rec.Network, rec.AllowInternet = rules, allow
+	rec.Network, rec.AllowInternet, rec.IAM = rules, allow, iamOf(nr.IAM)
 	in, private := req.Inbound, req.PrivateTraffic
 	if in == nil && !private && snap {
 		in, private = tpl.Inbound, tpl.PrivateTraffic

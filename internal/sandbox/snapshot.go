@@ -96,7 +96,7 @@ func (m *Manager) recordSnapshot(ctx context.Context, src store.Sandbox, snapID 
 		SourceSandboxID: src.ID, ParentID: src.ID, Origin: string(origin),
 		CreatedAt: m.now().UTC(), Temporary: o.Temporary,
 		Network: src.Network, AllowInternet: &src.AllowInternet,
-		Inbound: src.Inbound, PrivateTraffic: src.PrivateTraffic,
+		Inbound: src.Inbound, PrivateTraffic: src.PrivateTraffic, IAM: src.IAM,
 	}
 	if o.Name != "" {
 		tpl.Aliases = []string{o.Name}

@@ -39,7 +39,9 @@ type Sandbox struct {
 	Network *netpolicy.Rules
 	// Inbound is how the data plane reaches its ports (zero: the client's
 	// Host, plain HTTP).
-	Inbound            netpolicy.Inbound
+	Inbound netpolicy.Inbound
+	// IAM is its workload tokens (E2B's iam.tokens), nil if none.
+	IAM                *netpolicy.IAM
 	EnvdAccessToken    string
 	TrafficAccessToken string
 	StartedAt          time.Time
@@ -94,7 +96,7 @@ func sandboxOf(r *store.Sandbox, st State) *Sandbox {
 		EnvdAccessToken: r.EnvdAccessToken, TrafficAccessToken: r.TrafficAccessToken,
 		StartedAt: r.StartedAt, EndAt: r.EndAt, ParentID: r.ParentID, Origin: Origin(r.Origin),
 		Rollbacks: rollbacksOf(r.Rollbacks), Error: r.Error,
-		KillReason: r.KillReason, KilledAt: r.KilledAt, Inbound: inboundOf(r.Inbound),
+		KillReason: r.KillReason, KilledAt: r.KilledAt, Inbound: inboundOf(r.Inbound), IAM: r.IAM,
 	}
 }
 

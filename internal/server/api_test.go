@@ -375,12 +375,11 @@ func TestUnknownRoutes(t *testing.T) {
 	e := newEnv(t)
 	resp, data := e.call("GET", "/no/such/route", nil)
 	wantError(t, resp, data, http.StatusNotFound)
-	// The e2b SDK's Volume and Secret classes: forkbox has neither, and
-	// says so rather than "not found".
+	// The e2b SDK's Volume class: forkbox has none, and says so rather
+	// than "not found". (Secrets: secrets_test.go.)
 	for _, c := range []struct{ method, path string }{
 		{"POST", "/volumes"}, {"GET", "/volumes/v1"}, {"DELETE", "/volumes/v1"},
 		{"GET", "/volumecontent/v1/dir"}, {"PUT", "/volumecontent/v1/file"},
-		{"GET", "/secrets"}, {"POST", "/secrets/s1"},
 	} {
 		resp, data := e.call(c.method, c.path, nil)
 		wantError(t, resp, data, http.StatusNotImplemented)

@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/netpolicy"
 	"github.com/forkbox/forkbox/internal/sandbox"
 )
 
 // createBody is the NewSandbox / NewSandboxV2 request, plus forkbox's
 // cpuCount and memoryMB. Fields E2B defines that forkbox does not use yet
-// (mcp, iam) are accepted and ignored; volumeMounts, which would name
+// (mcp) are accepted and ignored; volumeMounts, which would name
 // volumes forkbox cannot have (it has no volumes API), must be empty.
 type createBody struct {
 	TemplateID          string            `json:"templateID"`
@@ -23,6 +24,7 @@ type createBody struct {
 	Secure              bool              `json:"secure"`
 	AllowInternetAccess *bool             `json:"allow_internet_access"`
 	Network             *networkBody      `json:"network"`
+	IAM                 *netpolicy.IAM    `json:"iam"`
 	Metadata            map[string]string `json:"metadata"`
 	EnvVars             map[string]string `json:"envVars"`
 	CPUCount            int               `json:"cpuCount"`
@@ -90,6 +92,7 @@ func (b *createBody) request(alwaysSecure bool) (sandbox.CreateRequest, error) {
 	req := sandbox.CreateRequest{
 		TemplateID: b.TemplateID, AutoPause: b.AutoPause, AutoResume: b.AutoResume.Enabled,
 		Secure: b.Secure || alwaysSecure || b.privateTraffic(), AllowInternet: b.allowInternet(),
+		IAM:      b.IAM,
 		Metadata: b.Metadata, EnvVars: b.EnvVars, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
 		DiskSizeMB: b.DiskSizeMB, PrivateTraffic: b.privateTraffic(), Network: b.networkRules(), AutoPauseFilesOnly: filesOnly,
 		Inbound: b.inbound(),

@@ -52,14 +52,13 @@ func (s *Server) routes() *http.ServeMux {
 		{"/volumes", s.unsupported("volumes")},
 		{"/volumes/", s.unsupported("volumes")},
 		{"/volumecontent/", s.unsupported("volumes")},
-		{"/secrets", s.unsupported("secrets")},
-		{"/secrets/", s.unsupported("secrets")},
 
 		{"/", s.notFound},
 	} {
 		mux.HandleFunc(rt.pattern, rt.h)
 	}
 	s.templateRoutes(mux) // templates.go
+	s.secretRoutes(mux)   // secrets.go
 	return mux
 }
 

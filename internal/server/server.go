@@ -64,6 +64,11 @@ type Config struct {
 	// Egress, if set, reports each sandbox's egress denials at
 	// GET /sandboxes/{id}/network.
 	Egress EgressDenials
+	// Secrets, if set, serves E2B's /secrets (secrets.go); nil answers 501.
+	Secrets Secrets
+	// Identity, if set, serves the OIDC issuer's discovery document and
+	// keys under /.well-known/ without an API key (workload identity).
+	Identity http.Handler
 }
 
 // Server serves the control API and the data plane on one handler.
@@ -117,6 +122,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, web.Path, http.StatusFound)
 	case strings.HasPrefix(r.URL.Path, web.Path):
 		s.dash.ServeHTTP(w, r)
+	case strings.HasPrefix(r.URL.Path, "/.well-known/") && s.cfg.Identity != nil:
+		s.cfg.Identity.ServeHTTP(w, r) // public: relying parties carry no key
 	default:
 		s.api.ServeHTTP(w, r)
 	}

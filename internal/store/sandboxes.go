@@ -41,6 +41,9 @@ type Sandbox struct {
 	// Inbound is how the data plane reaches the sandbox's ports
 	// (maskRequestHost, httpsPorts), nil for the defaults.
 	Inbound *netpolicy.Inbound `json:"inbound,omitempty"`
+	// IAM is the workload tokens the sandbox's rules may name (E2B's
+	// iam.tokens), nil if none. A copy keeps them under its own subject.
+	IAM *netpolicy.IAM `json:"iam,omitempty"`
 	// EnvdAccessToken guards the data plane when Secure.
 	EnvdAccessToken    string    `json:"envdAccessToken,omitempty"`
 	TrafficAccessToken string    `json:"trafficAccessToken,omitempty"`

@@ -79,6 +79,18 @@ var migrations = []string{
 		created_at INTEGER NOT NULL
 	);
 	CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);`,
+	// secrets.go: a secret's value is kept sealed (internal/secrets
+	// encrypts it); the store never sees it in the clear.
+	`CREATE TABLE secrets (
+		id TEXT PRIMARY KEY,
+		seq INTEGER NOT NULL,
+		name TEXT NOT NULL UNIQUE,
+		version INTEGER NOT NULL,
+		metadata TEXT NOT NULL,
+		sealed BLOB NOT NULL,
+		created_at INTEGER NOT NULL,
+		updated_at INTEGER NOT NULL
+	);`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {

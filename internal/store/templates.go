@@ -70,6 +70,8 @@ type Template struct {
 	// settings, inherited alike.
 	Inbound        *netpolicy.Inbound `json:"inbound,omitempty"`
 	PrivateTraffic bool               `json:"privateTraffic,omitempty"`
+	// IAM is a snapshot's source's workload tokens, which its rules name.
+	IAM *netpolicy.IAM `json:"iam,omitempty"`
 }
 
 // PutTemplate inserts or replaces a template and its aliases. An alias held
