@@ -139,15 +139,17 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	o.Egress.fill.set(filler(vault, nil))
+	issuer, err := fillPlaceholders(o, lns, vault, mgr)
+	if err != nil {
+		return err
+	}
 	den.SetSink(func(id string, d netpolicy.Denial) { _ = mgr.AppendEvent(id, egressEvent(d)) })
 	builds, err := openBuilds(ctx, o, rt, st, imgs, mgr)
 	if err != nil {
 		return err
 	}
 	met.watch(mgr, rt)
-	srv, err := server.New(server.Config{Manager: mgr, Keys: st, Logger: log, Domain: o.Domain, Templates: builds, Metrics: met.handler(), Egress: den,
-		Secrets: vault})
+	srv, err := server.New(server.Config{Manager: mgr, Keys: st, Logger: log, Domain: o.Domain, Templates: builds, Metrics: met.handler(), Egress: den, Secrets: vault, Identity: issuer})
 	if err != nil {
 		return err
 	}

@@ -10,8 +10,10 @@ import (
 
 	"github.com/forkbox/forkbox/internal/egress"
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/identity"
 	"github.com/forkbox/forkbox/internal/netns"
 	"github.com/forkbox/forkbox/internal/netpolicy"
+	"github.com/forkbox/forkbox/internal/sandbox"
 	"github.com/forkbox/forkbox/internal/secrets"
 	"github.com/forkbox/forkbox/internal/store"
 )
@@ -107,5 +109,45 @@ func filler(v *secrets.Vault, tokens tokenSource) fillFunc {
 			}
 			return val, nil
 		})
+	}
+}
+
+// fillPlaceholders makes the OIDC issuer and lets the egress proxy fill in
+// secrets and tokens.
+func fillPlaceholders(o Options, lns *listeners, v *secrets.Vault, mgr *sandbox.Manager) (*identity.Issuer, error) {
+	is, err := newIssuer(o, lns)
+	if err != nil {
+		return nil, err
+	}
+	o.Egress.fill.set(filler(v, tokensOf(mgr, is)))
+	return is, nil
+}
+
+// newIssuer is the OIDC issuer of workload tokens: --oidc-issuer, or the
+// API's own address, where it serves its discovery document.
+func newIssuer(o Options, lns *listeners) (*identity.Issuer, error) {
+	iss := o.OIDCIssuer
+	if iss == "" {
+		iss = "http://" + lns.plain.Addr().String()
+	}
+	return identity.New(identity.Config{Issuer: iss, Dir: o.DataDir, Logger: o.Logger})
+}
+
+// tokensOf mints a sandbox's token NAME for the audience its iam.tokens
+// gives, under the sandbox's own subject (a fork's is its own).
+func tokensOf(mgr *sandbox.Manager, is *identity.Issuer) tokenSource {
+	return func(ctx context.Context, id, name string) (string, error) {
+		sb, err := mgr.Get(ctx, id)
+		if err != nil {
+			return "", fmt.Errorf("sandbox %s: %w", id, err)
+		}
+		var tok netpolicy.IAMToken
+		if sb.IAM != nil {
+			tok = sb.IAM.Tokens[name]
+		}
+		if tok.Audience == "" {
+			return "", fmt.Errorf("iam token %q is not defined for this sandbox", name)
+		}
+		return is.Token(ctx, identity.Subject{SandboxID: sb.ID, TemplateID: sb.TemplateID, Team: identity.Team}, tok.Audience)
 	}
 }
