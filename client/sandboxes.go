@@ -93,6 +93,9 @@ type CreateOptions struct {
 	// Network are the egress rules (see NetworkRules); nil states none (a
 	// snapshot's are then inherited).
 	Network *NetworkRules
+	// IAM are the workload tokens Network's rules may name
+	// (TokenPlaceholder); nil: none.
+	IAM *IAM
 	// CPUCount, MemoryMB and DiskSizeMB (the writable filesystem, / and
 	// /tmp) size the sandbox (forkbox extensions); the server refuses sizes
 	// beyond its per-sandbox limits, and another disk size or more CPUs
@@ -115,6 +118,7 @@ type createRequest struct {
 	Secure        bool              `json:"secure,omitempty"`
 	AllowInternet *bool             `json:"allow_internet_access,omitempty"`
 	Network       *NetworkRules     `json:"network,omitempty"`
+	IAM           *IAM              `json:"iam,omitempty"`
 	Metadata      map[string]string `json:"metadata,omitempty"`
 	EnvVars       map[string]string `json:"envVars,omitempty"`
 	CPUCount      int               `json:"cpuCount,omitempty"`
@@ -131,6 +135,7 @@ func (c *Client) CreateSandbox(ctx context.Context, o CreateOptions) (*Sandbox, 
 		TemplateID: o.TemplateID, Timeout: seconds(o.Timeout), AutoPause: o.AutoPause,
 		Secure: o.Secure, AllowInternet: o.AllowInternet, Metadata: o.Metadata,
 		EnvVars: o.EnvVars, CPUCount: o.CPUCount, MemoryMB: o.MemoryMB, Network: o.Network, DiskSizeMB: o.DiskSizeMB,
+		IAM: o.IAM,
 	}
 	if o.AutoResume {
 		req.AutoResume = &autoResume{Enabled: true}

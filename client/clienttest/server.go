@@ -24,8 +24,10 @@ import (
 	"github.com/forkbox/forkbox/client"
 	"github.com/forkbox/forkbox/internal/egress"
 	"github.com/forkbox/forkbox/internal/images"
+	"github.com/forkbox/forkbox/internal/netpolicy"
 	"github.com/forkbox/forkbox/internal/runtime/fake"
 	"github.com/forkbox/forkbox/internal/sandbox"
+	"github.com/forkbox/forkbox/internal/secrets"
 	"github.com/forkbox/forkbox/internal/server"
 	"github.com/forkbox/forkbox/internal/store"
 )
@@ -89,8 +91,19 @@ func NewServer(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	vault, err := secrets.New(st, make([]byte, 32), log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s.mgr, err = sandbox.New(sandbox.Config{
 		Runtime: s.rt, Store: st, Logger: log, AgentWait: 5 * time.Second, ImageDir: imageDir, Content: content,
+		CheckNetwork: func(ctx context.Context, r netpolicy.Rules) error {
+			names, _, err := r.Refs()
+			if err != nil {
+				return err
+			}
+			return vault.Exists(ctx, names) // as the daemon checks
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +115,7 @@ func NewServer(t testing.TB) *Server {
 	if _, err := content.Collect(ctx); err != nil { // as the daemon does once all hold
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Manager: s.mgr, Keys: st, Logger: log, Templates: builds, Egress: s.Denials})
+	srv, err := server.New(server.Config{Manager: s.mgr, Keys: st, Logger: log, Templates: builds, Egress: s.Denials, Secrets: vault})
 	if err != nil {
 		t.Fatal(err)
 	}
