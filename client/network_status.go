@@ -16,7 +16,7 @@ type Denial struct {
 	Destination string `json:"destination"`
 	// Name is the HTTP Host or TLS SNI asked for, if any.
 	Name string `json:"name,omitempty"`
-	// Reason is forbidden, denyOut, name, resolve, hostSwitch or host.
+	// Reason is forbidden, denyOut, name, resolve, hostSwitch, host or placeholder (a rule's secret or token could not be filled in).
 	Reason string `json:"reason"`
 	// Rule names the rule that refused, in words.
 	Rule string `json:"rule"`

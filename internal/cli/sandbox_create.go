@@ -17,6 +17,7 @@ func (a *app) sandboxCreateCmd() *cobra.Command {
 		envs      []string
 		autoResum bool
 		image     string
+		iamTokens []string
 	)
 	cmd := &cobra.Command{
 		Use:   "create",
@@ -26,7 +27,8 @@ a sandbox created from a snapshot continues from exactly that state.`,
 		Example: `  forkbox sandbox create
   forkbox sandbox create --template snap0042 --timeout 600 --metadata owner=me --env DEBUG=1
   forkbox sandbox create --auto-pause --secure --json
-  forkbox sandbox create --image docker.io/library/debian:bookworm`,
+  forkbox sandbox create --image docker.io/library/debian:bookworm
+  forkbox sandbox create --iam-token aws=sts.amazonaws.com`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
@@ -34,6 +36,9 @@ a sandbox created from a snapshot continues from exactly that state.`,
 				return err
 			}
 			if o.EnvVars, err = parseKV(envs); err != nil {
+				return err
+			}
+			if o.IAM, err = parseIAM(iamTokens); err != nil {
 				return err
 			}
 			o.Timeout = time.Duration(timeout) * time.Second
@@ -65,8 +70,22 @@ a sandbox created from a snapshot continues from exactly that state.`,
 	f.BoolVar(&autoResum, "auto-resume", false, "resume automatically when traffic arrives while paused")
 	f.BoolVar(&o.Secure, "secure", false, "require the sandbox access token on the data plane")
 	f.StringVar(&image, "image", "", "start from this OCI image (pulled and made a template once), not a template")
+	f.StringArrayVar(&iamTokens, "iam-token", nil, "workload identity token `NAME=AUDIENCE` (JWT-SVID) that rules may name as ${e2b.identity.tokens.NAME} (repeatable)")
 	sizeFlags(f, &o)
 	return cmd
+}
+
+// parseIAM reads --iam-token NAME=AUDIENCE flags (nil: none).
+func parseIAM(flags []string) (*client.IAM, error) {
+	kv, err := parseKV(flags)
+	if err != nil || len(kv) == 0 {
+		return nil, err
+	}
+	iam := &client.IAM{Tokens: map[string]client.IAMToken{}}
+	for name, aud := range kv {
+		iam.Tokens[name] = client.IAMToken{Audience: aud, TokenType: client.JWTSVID}
+	}
+	return iam, nil
 }
 
 // sizeFlags adds the flags that size a new sandbox.

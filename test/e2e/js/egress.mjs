@@ -7,6 +7,7 @@ import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { Sandbox } from 'e2b'
 import { run, waitFor } from './helpers.mjs'
+import { daemonGet as api, seenHeader, recPath, hosts, curlCode, neverInside } from './egress_world.mjs'
 
 const A = process.env.EGRESS_WEB_A
 const B = process.env.EGRESS_WEB_B
@@ -162,13 +163,6 @@ test('rules survive pause/resume and go with a fork', { timeout: 240_000 }, asyn
   await kill(sbx)
 })
 
-// api calls the daemon's control API with the client's key (the network
-// status route is a forkbox extension the npm client does not know).
-async function api(path) {
-  const res = await fetch(`${process.env.E2B_API_URL}${path}`, { headers: { 'X-API-Key': process.env.E2B_API_KEY } })
-  assert.equal(res.status, 200, `${path}: ${res.status}`)
-  return path === '/metrics' ? res.text() : res.json()
-}
 
 test('denials are counted per sandbox, listed with their rule, logged and exported', { timeout: 240_000 }, async () => {
   const sbx = await create({ network: { denyOut: ['0.0.0.0/0'], allowOut: ['allowed.egress.test'] } })
@@ -209,14 +203,6 @@ const SOCKS_IP = process.env.EGRESS_SOCKS_IP
 const SOCKS_USER = process.env.EGRESS_SOCKS_USER
 const SOCKS_PASS = process.env.EGRESS_SOCKS_PASS
 
-// seenHeader is header `name` as server `server` saw it on `path` ("" if
-// that request never arrived); the test's control server keeps them.
-async function seenHeader(server, path, name) {
-  const res = await fetch(`${CONTROL}/headers?key=${encodeURIComponent(`${server} ${path}`)}`)
-  const h = (await res.json()) ?? {}
-  const key = Object.keys(h).find((k) => k.toLowerCase() === name.toLowerCase())
-  return key ? h[key][0] : ''
-}
 
 async function socksSeen() {
   return (await fetch(`${CONTROL}/socks`)).json()
@@ -227,30 +213,8 @@ async function socksSwitch(op) {
   assert.equal(res.status, 200, `socks ${op}`)
 }
 
-let nth = 0
-const recPath = (label) => `/rec/${label.replace(/[^a-z0-9.]+/gi, '-')}-${++nth}`
 
-// hosts points the sandbox's own resolver at the test zone (as root), so
-// curl and Node need no --resolve; the proxy resolves through the test's
-// DNS server whatever the sandbox believes.
-async function hosts(sbx) {
-  const names = ['allowed.egress.test', 'a.wild.egress.test', 'x.y.wild.egress.test', 'b.egress.test']
-  const lines = names.map((n) => `${n === 'b.egress.test' ? B : A} ${n}`).join('\n')
-  const r = await run(sbx, `printf '%s\\n' '${lines}' >> /etc/hosts`, { user: 'root' })
-  assert.equal(r.exitCode, 0, r.stderr)
-}
 
-// curlCode fetches url with the system trust store (which holds the
-// egress CA from create) and returns "<status> <body>", or null.
-async function curlCode(sbx, args) {
-  const r = await run(sbx, `curl -sS -m 8 -w ' %{http_code}' ${args}`)
-  if (r.exitCode !== 0) {
-    console.log(`curl ${args}: exit ${r.exitCode}: ${r.stderr.trim()}`)
-    return null
-  }
-  const i = r.stdout.lastIndexOf(' ')
-  return `${r.stdout.slice(i + 1)} ${r.stdout.slice(0, i)}`
-}
 
 const secretRules = (secret) => ({
   'allowed.egress.test': [
@@ -261,13 +225,6 @@ const secretRules = (secret) => ({
   'a.wild.egress.test': [{ transform: { headers: { 'X-Rule': 'exact-a' } } }],
 })
 
-// neverInside checks the secret is nowhere the sandbox can read: its
-// processes' environments and the usual writable places of its files.
-async function neverInside(sbx, secret, bodies) {
-  for (const b of bodies) assert.ok(!String(b).includes(secret), `a response carried the secret: ${b}`)
-  const r = await run(sbx, `env; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'; grep -rsIlF '${secret}' /etc /home /root /tmp /usr/local /var /opt /run /srv; true`, { user: 'root', timeoutMs: 60_000 })
-  assert.ok(!r.stdout.includes(secret), `the secret is readable inside the sandbox: ${r.stdout.split('\n').filter((l) => l.includes(secret))}`)
-}
 
 test('rules: headers injected into HTTPS and HTTP that the sandbox never sees; exact beats wildcard; Host≠SNI refused', { timeout: 240_000 }, async () => {
   const secret = `s3cret-${Date.now()}`
