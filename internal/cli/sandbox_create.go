@@ -31,14 +31,8 @@ a sandbox created from a snapshot continues from exactly that state.`,
   forkbox sandbox create --iam-token aws=sts.amazonaws.com`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var err error
-			if o.Metadata, err = parseKV(metadata); err != nil {
-				return err
-			}
-			if o.EnvVars, err = parseKV(envs); err != nil {
-				return err
-			}
-			if o.IAM, err = parseIAM(iamTokens); err != nil {
+			err := parseCreateFlags(&o, metadata, envs, iamTokens)
+			if err != nil {
 				return err
 			}
 			o.Timeout = time.Duration(timeout) * time.Second
@@ -73,6 +67,19 @@ a sandbox created from a snapshot continues from exactly that state.`,
 	f.StringArrayVar(&iamTokens, "iam-token", nil, "workload identity token `NAME=AUDIENCE` (JWT-SVID) that rules may name as ${e2b.identity.tokens.NAME} (repeatable)")
 	sizeFlags(f, &o)
 	return cmd
+}
+
+// parseCreateFlags reads --metadata, --env and --iam-token into o.
+func parseCreateFlags(o *client.CreateOptions, metadata, envs, iamTokens []string) error {
+	var err error
+	if o.Metadata, err = parseKV(metadata); err != nil {
+		return err
+	}
+	if o.EnvVars, err = parseKV(envs); err != nil {
+		return err
+	}
+	o.IAM, err = parseIAM(iamTokens)
+	return err
 }
 
 // parseIAM reads --iam-token NAME=AUDIENCE flags (nil: none).
