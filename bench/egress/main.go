@@ -104,7 +104,12 @@ func run(sizeMiB, runs, pings int) error {
 		return err
 	}
 	defer stopDNS()
-	m, p, stop, err := startProxy(ctx, res, cas)
+	fill, err := newFilling(ctx)
+	if err != nil {
+		return err
+	}
+	defer fill.close()
+	m, p, stop, err := startProxy(ctx, res, cas, fill.expander())
 	if err != nil {
 		return err
 	}
@@ -114,7 +119,7 @@ func run(sizeMiB, runs, pings int) error {
 		return err
 	}
 	var rows [][4]string
-	for _, pth := range paths(cas) {
+	for _, pth := range append(paths(cas), placeholderPaths(cas)...) {
 		if err := m.SetPolicy(ctx, lease.ID, pth.pol); err != nil {
 			return err
 		}
@@ -127,7 +132,12 @@ func run(sizeMiB, runs, pings int) error {
 	if st := p.Stats(); st.Allowed == 0 || st.Denied != 0 {
 		return fmt.Errorf("the proxied runs did not go through the proxy: %+v", st)
 	}
+	alone, err := fill.costs(ctx, 1000)
+	if err != nil {
+		return err
+	}
 	report(sizeMiB, runs, pings, rows)
+	fmt.Printf("\n%s\n", alone)
 	return nil
 }
 
@@ -149,7 +159,7 @@ func paths(cas *benchCAs) []path {
 
 // startProxy makes the sandbox network manager and the proxy its
 // redirect points at; stop removes both.
-func startProxy(ctx context.Context, res *net.Resolver, cas *benchCAs) (*netns.Manager, *egress.Proxy, func(), error) {
+func startProxy(ctx context.Context, res *net.Resolver, cas *benchCAs, fill egress.Expander) (*netns.Manager, *egress.Proxy, func(), error) {
 	ln, err := net.Listen("tcp4", "0.0.0.0:0")
 	if err != nil {
 		return nil, nil, nil, err
@@ -170,7 +180,7 @@ func startProxy(ctx context.Context, res *net.Resolver, cas *benchCAs) (*netns.M
 			return l.Policy, ok
 		}),
 		Resolver: res, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		CA: cas.egress, RootCAs: cas.serverPool,
+		CA: cas.egress, RootCAs: cas.serverPool, Placeholders: fill,
 	})
 	if err != nil {
 		ln.Close()
