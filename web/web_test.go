@@ -40,6 +40,8 @@ func TestHandlerServesFiles(t *testing.T) {
 		{"/favicon.svg", "image/svg+xml", "<svg"},
 		{"/templates.js", "text/javascript; charset=utf-8", "/builds/"},
 		{"/", "text/html; charset=utf-8", `<script src="templates.js"`},
+		{"/secrets.js", "text/javascript; charset=utf-8", "/secrets?limit="},
+		{"/", "text/html; charset=utf-8", `<script src="secrets.js"`},
 	} {
 		resp := get(t, h, tc.path)
 		if resp.StatusCode != http.StatusOK {
