@@ -144,17 +144,6 @@ func (is *Issuer) Token(ctx context.Context, s Subject, aud string) (string, err
 	return tok, nil
 }
 
-// Forget drops the cached tokens of a sandbox that is gone.
-func (is *Issuer) Forget(sandboxID string) {
-	is.mu.Lock()
-	defer is.mu.Unlock()
-	for k := range is.cache {
-		if strings.HasPrefix(k, sandboxID+"\x00") {
-			delete(is.cache, k)
-		}
-	}
-}
-
 // claims are the token's: the registered ones plus the sandbox's names,
 // so a relying party can authorise on them without parsing sub.
 type claims struct {
