@@ -94,6 +94,7 @@ func TestSecretsSurviveRestart(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("secrets.key mode %v", fi.Mode().Perm())
 	}
+	d.Terminate()
 	d.Restart()
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
