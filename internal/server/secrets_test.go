@@ -104,3 +104,21 @@ func TestSecretsWithoutVault(t *testing.T) {
 	resp, data := e.call("GET", "/secrets", nil)
 	wantError(t, resp, data, http.StatusNotImplemented)
 }
+
+// TestWellKnownWithoutKey: the OIDC issuer's documents need no API key;
+// the rest of the API still does.
+func TestWellKnownWithoutKey(t *testing.T) {
+	e := newEnv(t, func(c *Config) {
+		c.Identity = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]string{"path": r.URL.Path})
+		})
+	})
+	resp, err := http.Get(e.srv.URL + "/.well-known/openid-configuration")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("discovery without a key: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if resp, err := http.Get(e.srv.URL + "/secrets"); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("/secrets without a key: %v %v", resp, err)
+	}
+}
