@@ -14,7 +14,10 @@
 // Header transforms (E2B's network.rules) apply to every request of a
 // plain connection whose Host has one, and to HTTPS whose SNI has one by
 // terminating TLS with the egress CA (intercept.go); a tunnel (socks.go)
-// carries what the rules let through, failing closed.
+// carries what the rules let through, failing closed. A header's
+// ${e2b.secrets.…} and ${e2b.identity.tokens.…} are filled in for each
+// request through Config.Placeholders (placeholders.go); one that cannot be
+// filled in refuses the request, never sends the placeholder.
 package egress
 
 import (
