@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/forkbox/forkbox/internal/egress"
@@ -128,7 +130,7 @@ func fillPlaceholders(o Options, lns *listeners, v *secrets.Vault, mgr *sandbox.
 func newIssuer(o Options, lns *listeners) (*identity.Issuer, error) {
 	iss := o.OIDCIssuer
 	if iss == "" {
-		iss = "http://" + lns.plain.Addr().String()
+		iss = "http://" + issuerHost(lns.plain.Addr())
 	}
 	return identity.New(identity.Config{Issuer: iss, Dir: o.DataDir, Logger: o.Logger})
 }
@@ -150,4 +152,14 @@ func tokensOf(mgr *sandbox.Manager, is *identity.Issuer) tokenSource {
 		}
 		return is.Token(ctx, identity.Subject{SandboxID: sb.ID, TemplateID: sb.TemplateID, Team: identity.Team}, tok.Audience)
 	}
+}
+
+// issuerHost is the listen address as a relying party could reach it: an
+// unspecified address (0.0.0.0, ::) becomes the host's name.
+func issuerHost(a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return a.String()
+	}
+	return net.JoinHostPort(hostname(), strconv.Itoa(tcp.Port))
 }
