@@ -71,6 +71,12 @@ test('a secret goes into HTTP and HTTPS requests, never into the sandbox; update
   const p4 = recPath('keepalive-1'); const p5 = recPath('keepalive-2')
   assert.equal((await run(sbx, `curl -sS -m 8 http://allowed.egress.test${p4} http://allowed.egress.test${p5}`)).exitCode, 0)
   assert.equal(await seenHeader('A', p5, 'Authorization'), `Bearer ${v2}`)
+  // Paused and resumed (memory kept), the rule still names the secret.
+  assert.equal(await sbx.pause(), true)
+  const again = await Sandbox.connect(sbx.sandboxId)
+  const pr = recPath('after-resume')
+  assert.equal(await curlCode(again, `https://allowed.egress.test${pr}`), '200 A host=allowed.egress.test')
+  assert.equal(await seenHeader('A', pr, 'Authorization'), `Bearer ${v2}`, 'after pause/resume')
 
   assert.equal(await Secret.destroy(name), true)
   const p6 = recPath('secret-deleted')
