@@ -5,7 +5,9 @@
 // through the proxy (the sandbox's policy names a host, so its ports 80
 // and 443 are redirected; HTTPS stays end to end) and intercepted (a rules
 // header: the proxy terminates TLS with the egress CA and re-encrypts),
-// medians printed as a markdown section for docs/benchmarks.md.
+// and with a rule header filled in per request from a secret or a
+// workload token (placeholders.go), medians printed as a markdown section
+// for docs/benchmarks.md.
 //
 // With -ca it measures instead what trusting the egress CA adds to
 // create → first command (ca.go).
