@@ -20,6 +20,7 @@ import (
 	"github.com/forkbox/forkbox/internal/runtime/fake"
 	"github.com/forkbox/forkbox/internal/sandbox"
 	"github.com/forkbox/forkbox/internal/store"
+	"github.com/forkbox/forkbox/internal/volumes"
 )
 
 const testKey = "e2b_0123456789abcdef"
@@ -63,8 +64,13 @@ func newEnv(t *testing.T, mutate ...func(*Config)) *env {
 	e.rt.PortHandler = e.sandboxHandler
 	t.Cleanup(e.deleteAll)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	vols, err := volumes.New(t.TempDir(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
 	e.mgr, err = sandbox.New(sandbox.Config{
 		Runtime: e.rt, Store: st, Logger: log, AgentWait: 5 * time.Second, ImageDir: t.TempDir(),
+		Volumes: vols, VolumeSizeMB: 8,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -48,10 +48,7 @@ func (s *Server) routes() *http.ServeMux {
 		{"GET /metrics", s.serveMetrics},
 
 		// E2B features forkbox does not have: a 501 that says so, where a
-		// 404 would read as "no such volume" or "no such secret".
-		{"/volumes", s.unsupported("volumes")},
-		{"/volumes/", s.unsupported("volumes")},
-		{"/volumecontent/", s.unsupported("volumes")},
+		// 404 would read as "no such secret".
 		{"/secrets", s.unsupported("secrets")},
 		{"/secrets/", s.unsupported("secrets")},
 
@@ -60,6 +57,7 @@ func (s *Server) routes() *http.ServeMux {
 		mux.HandleFunc(rt.pattern, rt.h)
 	}
 	s.templateRoutes(mux) // templates.go
+	s.volumeRoutes(mux)   // volumes.go, volumecontent.go
 	return mux
 }
 
