@@ -28,6 +28,7 @@ import (
 	"github.com/forkbox/forkbox/internal/sandbox"
 	"github.com/forkbox/forkbox/internal/server"
 	"github.com/forkbox/forkbox/internal/store"
+	"github.com/forkbox/forkbox/internal/volumes"
 )
 
 // APIKey is the key the daemon accepts.
@@ -89,8 +90,13 @@ func NewServer(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	vols, err := volumes.New(t.TempDir(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s.mgr, err = sandbox.New(sandbox.Config{
 		Runtime: s.rt, Store: st, Logger: log, AgentWait: 5 * time.Second, ImageDir: imageDir, Content: content,
+		Volumes: vols, VolumeSizeMB: 8,
 	})
 	if err != nil {
 		t.Fatal(err)
