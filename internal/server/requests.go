@@ -12,8 +12,8 @@ import (
 
 // createBody is the NewSandbox / NewSandboxV2 request, plus forkbox's
 // cpuCount and memoryMB. Fields E2B defines that forkbox does not use yet
-// (mcp, iam) are accepted and ignored; volumeMounts, which would name
-// volumes forkbox cannot have (it has no volumes API), must be empty.
+// (mcp, iam) are accepted and ignored; volumeMounts must be empty until
+// mounting volumes into sandboxes is built.
 type createBody struct {
 	TemplateID          string            `json:"templateID"`
 	Timeout             *int64            `json:"timeout"`
@@ -80,8 +80,10 @@ func (b *createBody) request(alwaysSecure bool) (sandbox.CreateRequest, error) {
 		return sandbox.CreateRequest{}, fmt.Errorf("templateID is required: %w", errdefs.ErrInvalidArgument)
 	}
 	if len(b.VolumeMounts) > 0 {
-		// Ignoring them would start a sandbox without the storage it asks for.
-		return sandbox.CreateRequest{}, fmt.Errorf("volumeMounts: forkbox has no volumes: %w", errdefs.ErrInvalidArgument)
+		// Ignoring them would start a sandbox without the storage it asks
+		// for: volumes exist (POST /volumes) but mounting them into a
+		// sandbox is not built yet.
+		return sandbox.CreateRequest{}, fmt.Errorf("volumeMounts: mounting volumes into sandboxes is not supported yet (use the volume content API): %w", errdefs.ErrInvalidArgument)
 	}
 	filesOnly, err := b.autoPauseFilesOnly()
 	if err != nil {
