@@ -94,6 +94,8 @@ func NewServer(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Before the TempDir goes: a mounted volume would keep it.
+	t.Cleanup(func() { removeVolumes(st, vols) })
 	s.mgr, err = sandbox.New(sandbox.Config{
 		Runtime: s.rt, Store: st, Logger: log, AgentWait: 5 * time.Second, ImageDir: imageDir, Content: content,
 		Volumes: vols, VolumeSizeMB: 8,
@@ -196,4 +198,13 @@ func (s *Server) AddSandbox(info client.SandboxInfo) string {
 		}
 	}
 	return sb.ID
+}
+
+// removeVolumes unmounts and removes every volume a test left.
+func removeVolumes(st *store.Store, vols *volumes.Host) {
+	ctx := context.Background()
+	vs, _ := st.ListVolumes(ctx)
+	for _, v := range vs {
+		vols.Remove(ctx, v.ID)
+	}
 }

@@ -45,6 +45,17 @@ type CreateRequest struct {
 	CPUCount   int
 	MemoryMB   int
 	DiskSizeMB int
+	// VolumeMounts mount volumes (by name or id) at paths in the sandbox.
+	// A snapshot's sandboxes mount its source's volumes: a request for
+	// one may only repeat them.
+	VolumeMounts []VolumeMountRequest
+}
+
+// VolumeMountRequest asks for volume Name at Path (E2B's
+// SandboxVolumeMount).
+type VolumeMountRequest struct {
+	Name string
+	Path string
 }
 
 // Create starts a new sandbox from a template and returns it running, its
@@ -114,6 +125,9 @@ func (m *Manager) createRecord(ctx context.Context, req CreateRequest, tpl *stor
 	rec := m.newRecord(req, tpl, ttl)
 	shaped, err := shapeOf(rec, tpl)
 	if err != nil {
+		return rec, false, err
+	}
+	if rec.Volumes, err = m.resolveMounts(ctx, req.VolumeMounts, tpl); err != nil {
 		return rec, false, err
 	}
 	return rec, shaped, m.recordNetwork(ctx, &rec, req, tpl)

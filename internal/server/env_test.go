@@ -68,6 +68,8 @@ func newEnv(t *testing.T, mutate ...func(*Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Before the TempDir goes: a mounted volume would keep it.
+	t.Cleanup(func() { removeVolumes(st, vols) })
 	e.mgr, err = sandbox.New(sandbox.Config{
 		Runtime: e.rt, Store: st, Logger: log, AgentWait: 5 * time.Second, ImageDir: t.TempDir(),
 		Volumes: vols, VolumeSizeMB: 8,
@@ -308,5 +310,14 @@ func readLine(t *testing.T, r *bufio.Reader) string {
 	case <-time.After(3 * time.Second):
 		t.Fatal("timed out reading a line: the response is buffered")
 		return ""
+	}
+}
+
+// removeVolumes unmounts and removes every volume a test left.
+func removeVolumes(st *store.Store, vols *volumes.Host) {
+	ctx := context.Background()
+	vs, _ := st.ListVolumes(ctx)
+	for _, v := range vs {
+		vols.Remove(ctx, v.ID)
 	}
 }

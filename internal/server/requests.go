@@ -12,8 +12,7 @@ import (
 
 // createBody is the NewSandbox / NewSandboxV2 request, plus forkbox's
 // cpuCount and memoryMB. Fields E2B defines that forkbox does not use yet
-// (mcp, iam) are accepted and ignored; volumeMounts must be empty until
-// mounting volumes into sandboxes is built.
+// (mcp, iam) are accepted and ignored.
 type createBody struct {
 	TemplateID          string            `json:"templateID"`
 	Timeout             *int64            `json:"timeout"`
@@ -28,7 +27,7 @@ type createBody struct {
 	CPUCount            int               `json:"cpuCount"`
 	MemoryMB            int               `json:"memoryMB"`
 	DiskSizeMB          int               `json:"diskSizeMB"`
-	VolumeMounts        []json.RawMessage `json:"volumeMounts"`
+	VolumeMounts        []volumeMountJSON `json:"volumeMounts"`
 }
 
 // autoResume accepts E2B's {"enabled": bool} and a plain bool.
@@ -79,12 +78,6 @@ func (b *createBody) request(alwaysSecure bool) (sandbox.CreateRequest, error) {
 	if b.TemplateID == "" {
 		return sandbox.CreateRequest{}, fmt.Errorf("templateID is required: %w", errdefs.ErrInvalidArgument)
 	}
-	if len(b.VolumeMounts) > 0 {
-		// Ignoring them would start a sandbox without the storage it asks
-		// for: volumes exist (POST /volumes) but mounting them into a
-		// sandbox is not built yet.
-		return sandbox.CreateRequest{}, fmt.Errorf("volumeMounts: mounting volumes into sandboxes is not supported yet (use the volume content API): %w", errdefs.ErrInvalidArgument)
-	}
 	filesOnly, err := b.autoPauseFilesOnly()
 	if err != nil {
 		return sandbox.CreateRequest{}, err
@@ -94,7 +87,7 @@ func (b *createBody) request(alwaysSecure bool) (sandbox.CreateRequest, error) {
 		Secure: b.Secure || alwaysSecure || b.privateTraffic(), AllowInternet: b.allowInternet(),
 		Metadata: b.Metadata, EnvVars: b.EnvVars, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
 		DiskSizeMB: b.DiskSizeMB, PrivateTraffic: b.privateTraffic(), Network: b.networkRules(), AutoPauseFilesOnly: filesOnly,
-		Inbound: b.inbound(),
+		Inbound: b.inbound(), VolumeMounts: b.volumeMounts(),
 	}
 	if b.Timeout != nil {
 		d, err := seconds("timeout", *b.Timeout)
@@ -203,4 +196,13 @@ func (b *createBody) autoPauseFilesOnly() (bool, error) {
 		return false, fmt.Errorf("autoResume cannot be enabled with autoPauseMemory: false: a filesystem-only pause is resumed by connect, never by traffic: %w", errdefs.ErrInvalidArgument)
 	}
 	return true, nil
+}
+
+// volumeMounts converts E2B's SandboxVolumeMount list.
+func (b *createBody) volumeMounts() []sandbox.VolumeMountRequest {
+	var out []sandbox.VolumeMountRequest
+	for _, vm := range b.VolumeMounts {
+		out = append(out, sandbox.VolumeMountRequest{Name: vm.Name, Path: vm.Path})
+	}
+	return out
 }

@@ -108,3 +108,35 @@ func TestVolumeContentAPI(t *testing.T) {
 		t.Errorf("remove: %d", resp.StatusCode)
 	}
 }
+
+func TestVolumeMountsAtCreate(t *testing.T) {
+	e := newEnv(t)
+	_, data := e.call("POST", "/volumes", map[string]string{"name": "shared"})
+	var v volumeTokenJSON
+	json.Unmarshal(data, &v)
+	resp, data := e.call("POST", "/v2/sandboxes", map[string]any{"templateID": "base",
+		"volumeMounts": []any{map[string]string{"name": "shared", "path": "/mnt/data"}}})
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create with a volume: %d %s", resp.StatusCode, data)
+	}
+	id := decodeObject(t, data)["sandboxID"].(string)
+	_, data = e.call("GET", "/sandboxes/"+id, nil)
+	if !strings.Contains(string(data), `"volumeMounts":[{"name":"shared","path":"/mnt/data"}]`) {
+		t.Errorf("get: %s", data)
+	}
+	resp, data = e.call("DELETE", "/volumes/"+v.VolumeID, nil)
+	wantError(t, resp, data, http.StatusConflict)
+	for _, bad := range []map[string]string{
+		{"name": "shared", "path": "relative"}, {"name": "shared", "path": "/proc/x"},
+		{"name": "shared", "path": "/"}, {"name": "nosuch", "path": "/data"},
+	} {
+		resp, data := e.call("POST", "/v2/sandboxes", map[string]any{"templateID": "base", "volumeMounts": []any{bad}})
+		wantError(t, resp, data, http.StatusBadRequest)
+	}
+	if resp, _ := e.call("DELETE", "/sandboxes/"+id, nil); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("kill: %d", resp.StatusCode)
+	}
+	if resp, data := e.call("DELETE", "/volumes/"+v.VolumeID, nil); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("delete after the kill: %d %s", resp.StatusCode, data)
+	}
+}

@@ -276,7 +276,14 @@ func (s *standby) create(ctx context.Context, spec runtime.Spec, cid string) (bo
 		return box, err
 	}
 	spec.ID = box.cid
-	oci := buildSpec(spec, box.res, box.lease, r.cgroupsPath(box.cid), r.pinCPUs(box.res))
+	// A standby brings no volumes: restores with volumes make their own
+	// container (prepareRestore).
+	spec.Volumes = nil
+	vdir, err := r.attachVolumes(box.cid, spec.RootFS, nil)
+	if err != nil {
+		return box, err
+	}
+	oci := buildSpec(spec, box.res, box.lease, r.cgroupsPath(box.cid), r.pinCPUs(box.res), vdir)
 	// Made while other sandboxes run, it yields the CPU to them; adopt
 	// gives it its share back.
 	shares := uint64(standbyCPUShares)
@@ -392,6 +399,7 @@ func (r *Runtime) removeUnusedBundles(ctx context.Context, known map[string]bool
 			// A create killed with its daemon may have made the cgroups
 			// and nothing that runs.
 			r.removeCgroups(ctx, e.Name())
+			r.detachVolumes(e.Name())
 			if err := os.RemoveAll(filepath.Join(r.containersDir(), e.Name())); err != nil {
 				return fmt.Errorf("gvisor: %w", err)
 			}
