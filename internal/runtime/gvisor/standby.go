@@ -125,6 +125,8 @@ func (s *standby) end(spec runtime.Spec) {
 		s.pools[k] = p
 	}
 	// Stamped before evicting, so the shape just asked for is the newest.
+	// Standby containers are made without volumes: any restore may take one.
+	spec.Volumes = nil
 	p.spec, p.lastUsed = spec, time.Now()
 	s.evictLocked()
 	if !s.started {
@@ -276,10 +278,9 @@ func (s *standby) create(ctx context.Context, spec runtime.Spec, cid string) (bo
 		return box, err
 	}
 	spec.ID = box.cid
-	// A standby brings no volumes: restores with volumes make their own
-	// container (prepareRestore).
-	spec.Volumes = nil
-	vdir, err := r.attachVolumes(box.cid, spec.RootFS, nil)
+	// The filler's specs have no volumes (end): a standby brings none, and
+	// restores with volumes make their own container with them.
+	vdir, err := r.attachVolumes(box.cid, spec.RootFS, spec.Volumes)
 	if err != nil {
 		return box, err
 	}
