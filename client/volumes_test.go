@@ -56,3 +56,30 @@ func TestVolumes(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestCreateWithVolumeMounts(t *testing.T) {
+	_, c := newFake(t)
+	ctx := context.Background()
+	v, err := c.CreateVolume(ctx, "mounted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := c.CreateSandbox(ctx, client.CreateOptions{TemplateID: "base",
+		VolumeMounts: []client.VolumeMount{{Name: "mounted", Path: "/data"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.GetSandbox(ctx, sb.SandboxID)
+	if err != nil || len(info.VolumeMounts) != 1 || info.VolumeMounts[0] != (client.VolumeMount{Name: "mounted", Path: "/data"}) {
+		t.Fatalf("info: %+v %v", info, err)
+	}
+	if err := c.DeleteVolume(ctx, v.ID); !client.IsConflict(err) {
+		t.Errorf("delete of a mounted volume: %v, want a conflict", err)
+	}
+	if err := c.KillSandbox(ctx, sb.SandboxID); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteVolume(ctx, v.ID); err != nil {
+		t.Error(err)
+	}
+}

@@ -17,6 +17,7 @@ func (a *app) sandboxCreateCmd() *cobra.Command {
 		envs      []string
 		autoResum bool
 		image     string
+		vols      []string
 	)
 	cmd := &cobra.Command{
 		Use:   "create",
@@ -26,6 +27,7 @@ a sandbox created from a snapshot continues from exactly that state.`,
 		Example: `  forkbox sandbox create
   forkbox sandbox create --template snap0042 --timeout 600 --metadata owner=me --env DEBUG=1
   forkbox sandbox create --auto-pause --secure --json
+  forkbox sandbox create --volume data:/mnt/data
   forkbox sandbox create --image docker.io/library/debian:bookworm`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -34,6 +36,9 @@ a sandbox created from a snapshot continues from exactly that state.`,
 				return err
 			}
 			if o.EnvVars, err = parseKV(envs); err != nil {
+				return err
+			}
+			if o.VolumeMounts, err = parseVolumeMounts(vols); err != nil {
 				return err
 			}
 			o.Timeout = time.Duration(timeout) * time.Second
@@ -64,6 +69,7 @@ a sandbox created from a snapshot continues from exactly that state.`,
 	f.BoolVar(&o.AutoPauseFilesOnly, "auto-pause-files-only", false, "with --auto-pause: keep only the files (the resume cold-boots)")
 	f.BoolVar(&autoResum, "auto-resume", false, "resume automatically when traffic arrives while paused")
 	f.BoolVar(&o.Secure, "secure", false, "require the sandbox access token on the data plane")
+	f.StringArrayVar(&vols, "volume", nil, "mount volume `name:/path` read-write (repeatable)")
 	f.StringVar(&image, "image", "", "start from this OCI image (pulled and made a template once), not a template")
 	sizeFlags(f, &o)
 	return cmd

@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/forkbox/forkbox/client"
@@ -45,4 +48,17 @@ func (a *app) printVolumeEntries(list []client.VolumeEntry) error {
 		rows = append(rows, []string{e.Type, octal(e.Mode), itoa(int64(e.UID)) + ":" + itoa(int64(e.GID)), itoa(e.Size), formatTime(e.Mtime), e.Path})
 	}
 	return table(a.stdout, []string{"TYPE", "MODE", "OWNER", "SIZE", "MODIFIED", "PATH"}, rows)
+}
+
+// parseVolumeMounts parses --volume name:/path flags.
+func parseVolumeMounts(flags []string) ([]client.VolumeMount, error) {
+	var out []client.VolumeMount
+	for _, f := range flags {
+		name, p, ok := strings.Cut(f, ":")
+		if !ok || name == "" || !strings.HasPrefix(p, "/") {
+			return nil, fmt.Errorf("--volume %q: want name:/path", f)
+		}
+		out = append(out, client.VolumeMount{Name: name, Path: p})
+	}
+	return out, nil
 }
