@@ -11,19 +11,17 @@ import (
 
 func (a *app) sandboxCreateCmd() *cobra.Command {
 	var (
-		o         client.CreateOptions
-		timeout   int
-		metadata  []string
-		envs      []string
-		autoResum bool
-		image     string
-		vols      []string
+		o                    client.CreateOptions
+		timeout              int
+		metadata, envs, vols []string
+		autoResum            bool
+		image                string
 	)
 	cmd := &cobra.Command{
 		Use:   "create",
 		Short: "Start a sandbox from a template or snapshot",
 		Long: `Start a sandbox. --template accepts a template name or id, or a snapshot id:
-a sandbox created from a snapshot continues from exactly that state.`,
+a sandbox created from a snapshot continues from that state, volumes mounted again.`,
 		Example: `  forkbox sandbox create
   forkbox sandbox create --template snap0042 --timeout 600 --metadata owner=me --env DEBUG=1
   forkbox sandbox create --auto-pause --secure --json
@@ -65,14 +63,20 @@ a sandbox created from a snapshot continues from exactly that state.`,
 	f.IntVar(&timeout, "timeout", 300, "time to live in seconds")
 	f.StringArrayVar(&metadata, "metadata", nil, "metadata `key=value` (repeatable)")
 	f.StringArrayVar(&envs, "env", nil, "environment variable `key=value` for every command (repeatable)")
-	f.BoolVar(&o.AutoPause, "auto-pause", false, "pause instead of kill when the timeout expires")
-	f.BoolVar(&o.AutoPauseFilesOnly, "auto-pause-files-only", false, "with --auto-pause: keep only the files (the resume cold-boots)")
-	f.BoolVar(&autoResum, "auto-resume", false, "resume automatically when traffic arrives while paused")
-	f.BoolVar(&o.Secure, "secure", false, "require the sandbox access token on the data plane")
+	lifecycleFlags(f, &o, &autoResum)
 	f.StringArrayVar(&vols, "volume", nil, "mount volume `name:/path` read-write (repeatable)")
 	f.StringVar(&image, "image", "", "start from this OCI image (pulled and made a template once), not a template")
 	sizeFlags(f, &o)
 	return cmd
+}
+
+// lifecycleFlags adds the flags of a new sandbox's pause, resume and
+// data-plane access.
+func lifecycleFlags(f *pflag.FlagSet, o *client.CreateOptions, autoResume *bool) {
+	f.BoolVar(&o.AutoPause, "auto-pause", false, "pause instead of kill when the timeout expires")
+	f.BoolVar(&o.AutoPauseFilesOnly, "auto-pause-files-only", false, "with --auto-pause: keep only the files (the resume cold-boots)")
+	f.BoolVar(autoResume, "auto-resume", false, "resume automatically when traffic arrives while paused")
+	f.BoolVar(&o.Secure, "secure", false, "require the sandbox access token on the data plane")
 }
 
 // sizeFlags adds the flags that size a new sandbox.
