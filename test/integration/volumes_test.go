@@ -65,8 +65,10 @@ func TestVolumesSurviveRestarts(t *testing.T) {
 			t.Errorf("%s is left on the host (%v)", p, err)
 		}
 	}
-	if m := mountsWith(d.DataDir); m != "" {
-		t.Errorf("mounts left under the data dir: %s", m)
+	for _, dir := range []string{filepath.Join(d.DataDir, "volumes"), filepath.Join(d.DataDir, "runtime", "volumes")} {
+		if m := mountsWith(dir); m != "" {
+			t.Errorf("volume mounts left: %s", m)
+		}
 	}
 }
 
