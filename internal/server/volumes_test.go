@@ -103,6 +103,16 @@ func TestVolumeContentAPI(t *testing.T) {
 	if resp.StatusCode/100 != 2 {
 		t.Errorf("makeDir force: %d", resp.StatusCode)
 	}
+	// The SDK's default content URL is https://api.<domain>: that host
+	// reaches the content API, not the data plane.
+	req, _ := http.NewRequest("GET", e.srv.URL+base+"/file?path=/dir/a.txt", nil)
+	req.Host = "api.sandboxes.test"
+	req.Header.Set("Authorization", "Bearer "+v.Token)
+	if r2, err := http.DefaultClient.Do(req); err != nil || r2.StatusCode != http.StatusOK {
+		t.Errorf("read through Host api.<domain>: %v %v", r2, err)
+	} else {
+		r2.Body.Close()
+	}
 	resp, _ = e.contentCall("DELETE", base+"/path?path=/dir", v.Token, nil)
 	if resp.StatusCode != http.StatusNoContent {
 		t.Errorf("remove: %d", resp.StatusCode)
