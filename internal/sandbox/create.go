@@ -79,7 +79,8 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (_ *Sandbox, er
 	if err := m.admit(1); err != nil {
 		return nil, err // before a pooled sandbox is taken
 	}
-	rec, shaped, err := m.createRecord(ctx, req, tpl, ttl)
+	rec, shaped, release, err := m.createRecord(ctx, req, tpl, ttl)
+	defer release()
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +91,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (_ *Sandbox, er
 		}
 	}
 	o, err := m.register(ctx, rec)
+	release() // registered: a volume delete now sees the sandbox
 	if err != nil {
 		if pooled != "" {
 			m.deletePooled(ctx, []string{pooled})
@@ -120,17 +122,20 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (_ *Sandbox, er
 }
 
 // createRecord is the record of a sandbox req creates from tpl, and
-// whether it needs an image of its own shape (shape.go).
-func (m *Manager) createRecord(ctx context.Context, req CreateRequest, tpl *store.Template, ttl time.Duration) (store.Sandbox, bool, error) {
+// whether it needs an image of its own shape (shape.go). release ends the
+// hold on the volumes the record names (holdVolumes); call it once the
+// sandbox is registered, or on failure (it may be called twice).
+func (m *Manager) createRecord(ctx context.Context, req CreateRequest, tpl *store.Template, ttl time.Duration) (_ store.Sandbox, _ bool, release func(), _ error) {
 	rec := m.newRecord(req, tpl, ttl)
+	release = m.holdVolumes()
 	shaped, err := shapeOf(rec, tpl)
 	if err != nil {
-		return rec, false, err
+		return rec, false, release, err
 	}
 	if rec.Volumes, err = m.resolveMounts(ctx, req.VolumeMounts, tpl); err != nil {
-		return rec, false, err
+		return rec, false, release, err
 	}
-	return rec, shaped, m.recordNetwork(ctx, &rec, req, tpl)
+	return rec, shaped, release, m.recordNetwork(ctx, &rec, req, tpl)
 }
 
 // boot creates o's sandbox in the runtime — a restore of a template's

@@ -136,6 +136,10 @@ type Manager struct {
 	// pool holds sandboxes restored ahead of time (pool.go).
 	pool pool
 
+	// volMu: DeleteVolume holds it, creates hold it shared until their
+	// sandbox is registered (holdVolumes).
+	volMu sync.RWMutex
+
 	// evictSem bounds concurrent evictions.
 	evictSem chan struct{}
 

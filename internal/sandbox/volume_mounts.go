@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/runtime"
@@ -102,6 +103,15 @@ func sameMounts(reqs []VolumeMountRequest, vms []store.VolumeMount) bool {
 		}
 	}
 	return true
+}
+
+// holdVolumes keeps volumes from being deleted between a create's
+// resolving them and its sandbox being registered (DeleteVolume looks
+// for users among the registered sandboxes); the returned func ends the
+// hold and may be called more than once.
+func (m *Manager) holdVolumes() func() {
+	m.volMu.RLock()
+	return sync.OnceFunc(m.volMu.RUnlock)
 }
 
 // volumeDirs are the host directories of vms, each mounted (Ensure).

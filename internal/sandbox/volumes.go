@@ -109,6 +109,9 @@ func (m *Manager) DeleteVolume(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	// No create may resolve the volume while it goes (holdVolumes).
+	m.volMu.Lock()
+	defer m.volMu.Unlock()
 	v, err := m.cfg.Store.GetVolume(ctx, id)
 	if err != nil {
 		return err
