@@ -65,6 +65,14 @@ type SandboxInfo struct {
 	// its own: "out of memory", "process limit", "crashed" or "killed".
 	KillReason string    `json:"killReason,omitempty"`
 	KilledAt   time.Time `json:"killedAt,omitzero"`
+	// VolumeMounts are the volumes the sandbox mounts.
+	VolumeMounts []VolumeMount `json:"volumeMounts,omitempty"`
+}
+
+// VolumeMount mounts volume Name (a name or id) at Path in a sandbox.
+type VolumeMount struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
 }
 
 // CreateOptions are the parameters of CreateSandbox. The zero value of every
@@ -103,6 +111,8 @@ type CreateOptions struct {
 	CPUCount   int
 	MemoryMB   int
 	DiskSizeMB int
+	// VolumeMounts mount volumes into the sandbox, read-write.
+	VolumeMounts []VolumeMount
 }
 
 type autoResume struct {
@@ -124,6 +134,7 @@ type createRequest struct {
 	CPUCount      int               `json:"cpuCount,omitempty"`
 	MemoryMB      int               `json:"memoryMB,omitempty"`
 	DiskSizeMB    int               `json:"diskSizeMB,omitempty"`
+	VolumeMounts  []VolumeMount     `json:"volumeMounts,omitempty"`
 }
 
 // CreateSandbox starts a sandbox (POST /sandboxes).
@@ -135,7 +146,8 @@ func (c *Client) CreateSandbox(ctx context.Context, o CreateOptions) (*Sandbox, 
 		TemplateID: o.TemplateID, Timeout: seconds(o.Timeout), AutoPause: o.AutoPause,
 		Secure: o.Secure, AllowInternet: o.AllowInternet, Metadata: o.Metadata,
 		EnvVars: o.EnvVars, CPUCount: o.CPUCount, MemoryMB: o.MemoryMB, Network: o.Network, DiskSizeMB: o.DiskSizeMB,
-		IAM: o.IAM,
+		IAM:          o.IAM,
+		VolumeMounts: o.VolumeMounts,
 	}
 	if o.AutoResume {
 		req.AutoResume = &autoResume{Enabled: true}

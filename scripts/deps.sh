@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what forkbox needs on a fresh Debian/Ubuntu machine.
-#   scripts/deps.sh serve   what serving needs (make serve): debootstrap, nftables, iproute2
+#   scripts/deps.sh serve   what serving needs (make serve): debootstrap, nftables, iproute2,
+#                           e2fsprogs (volumes)
 #   scripts/deps.sh test    that plus what the tests need (make test): Node.js/npm and the
 #                           npm E2B clients, Debian's Python libraries, procps, systemd-analyze
 #                           (the unit file check) and Chromium (the dashboard's browser test)
@@ -18,6 +19,8 @@ need=()
 command -v debootstrap >/dev/null || need+=(debootstrap)
 command -v nft >/dev/null || need+=(nftables)
 command -v ip >/dev/null || need+=(iproute2)
+# Volumes are ext4 image files (internal/volumes formats each one).
+command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
 if [ "$mode" = test ]; then
 	command -v node >/dev/null || need+=(nodejs)
 	command -v npm >/dev/null || need+=(npm)

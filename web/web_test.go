@@ -42,6 +42,8 @@ func TestHandlerServesFiles(t *testing.T) {
 		{"/", "text/html; charset=utf-8", `<script src="templates.js"`},
 		{"/secrets.js", "text/javascript; charset=utf-8", "/secrets?limit="},
 		{"/", "text/html; charset=utf-8", `<script src="secrets.js"`},
+		{"/volumes.js", "text/javascript; charset=utf-8", "/volumes"},
+		{"/", "text/html; charset=utf-8", `<script src="volumes.js"`},
 	} {
 		resp := get(t, h, tc.path)
 		if resp.StatusCode != http.StatusOK {
@@ -117,7 +119,7 @@ func TestScriptParses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("node is required to check app.js: %v", err)
 	}
-	for _, f := range []string{"static/app.js", "static/templates.js"} {
+	for _, f := range []string{"static/app.js", "static/templates.js", "static/volumes.js"} {
 		if out, err := exec.Command(node, "--check", f).CombinedOutput(); err != nil {
 			t.Fatalf("node --check %s: %v\n%s", f, err, out)
 		}

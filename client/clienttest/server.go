@@ -30,6 +30,7 @@ import (
 	"github.com/forkbox/forkbox/internal/secrets"
 	"github.com/forkbox/forkbox/internal/server"
 	"github.com/forkbox/forkbox/internal/store"
+	"github.com/forkbox/forkbox/internal/volumes"
 )
 
 // APIKey is the key the daemon accepts.
@@ -95,6 +96,12 @@ func NewServer(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	vols, err := volumes.New(t.TempDir(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Before the TempDir goes: a mounted volume would keep it.
+	t.Cleanup(func() { removeVolumes(st, vols) })
 	s.mgr, err = sandbox.New(sandbox.Config{
 		Runtime: s.rt, Store: st, Logger: log, AgentWait: 5 * time.Second, ImageDir: imageDir, Content: content,
 		CheckNetwork: func(ctx context.Context, r netpolicy.Rules) error {
@@ -104,6 +111,7 @@ func NewServer(t testing.TB) *Server {
 			}
 			return vault.Exists(ctx, names) // as the daemon checks
 		},
+		Volumes: vols, VolumeSizeMB: 8,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -203,4 +211,13 @@ func (s *Server) AddSandbox(info client.SandboxInfo) string {
 		}
 	}
 	return sb.ID
+}
+
+// removeVolumes unmounts and removes every volume a test left.
+func removeVolumes(st *store.Store, vols *volumes.Host) {
+	ctx := context.Background()
+	vs, _ := st.ListVolumes(ctx)
+	for _, v := range vs {
+		vols.Remove(ctx, v.ID)
+	}
 }

@@ -43,6 +43,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 	maxCPUs, _ := f.GetInt("max-sandbox-cpus")
 	maxMem, _ := f.GetInt("max-sandbox-memory")
 	maxDisk, _ := f.GetInt("max-sandbox-disk")
+	volumeSize, _ := f.GetInt("volume-size")
 	return daemon.Run(cmd.Context(), daemon.Options{
 		Listen: str("listen"), DataDir: str("data-dir"), TemplateDir: str("template-dir"),
 		Domain: str("domain"), RunscPath: str("runsc"), AgentPath: str("agent"),
@@ -50,9 +51,9 @@ func serve(cmd *cobra.Command, _ []string) error {
 		SweepInterval: sweep, DefaultTimeout: timeout, NetworkIndex: netIndex, PoolSize: poolSize, PoolRecent: poolRecent, Standby: standby, CloneConcurrency: cloneConc,
 		MaxSandboxes:  maxSandboxes,
 		HostHugePages: hugePages, Egress: eg, RegistryMirrors: mirrors, InsecureRegistries: insecure, TemplateReadyTimeout: readyTimeout,
-		OCIBlobCacheMB: blobCache,
-		Limits:         sandbox.Limits{MaxCPUs: maxCPUs, MaxMemoryMB: maxMem, MaxDiskMB: maxDisk},
-		Logger:         log, Out: cmd.ErrOrStderr(),
+		OCIBlobCacheMB: blobCache, VolumeSizeMB: volumeSize,
+		Limits: sandbox.Limits{MaxCPUs: maxCPUs, MaxMemoryMB: maxMem, MaxDiskMB: maxDisk},
+		Logger: log, Out: cmd.ErrOrStderr(),
 		SecretsKeyFile: str("secrets-key-file"), OIDCIssuer: str("oidc-issuer"),
 	})
 }

@@ -56,6 +56,7 @@ SIGTERM; paused sandboxes and snapshots survive restarts in --data-dir.`,
 	f.Int("max-sandbox-cpus", 0, "most CPUs one sandbox may ask for (cpuCount); larger requests get 400 (0: the host's CPUs)")
 	f.Int("max-sandbox-memory", 0, "most memory in MiB one sandbox may ask for (memoryMB); larger requests get 400 (0: the host's memory)")
 	f.Int("max-sandbox-disk", 0, "largest disk in MiB one sandbox may ask for (diskSizeMB); larger requests get 400 (0: the free disk under --data-dir)")
+	f.Int("volume-size", 1024, "size limit in MiB of each new volume: writes past it get ENOSPC inside sandboxes, 507 through the content API")
 	f.Int("network-index", 0, "give this daemon its own sandbox subnet 10.(201+N).0.0/16 (for several daemons on one host)")
 	f.StringSlice("egress-open", nil, "forbidden range (private, link-local…) sandbox egress rules may allow, as a CIDR; repeatable")
 	f.String("egress-dns", "", "DNS server (host:port) the egress proxy resolves allowOut host names with (default: the host's resolver)")

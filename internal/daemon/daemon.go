@@ -23,6 +23,7 @@ import (
 	"github.com/forkbox/forkbox/internal/server"
 	"github.com/forkbox/forkbox/internal/store"
 	"github.com/forkbox/forkbox/internal/template"
+	"github.com/forkbox/forkbox/internal/volumes"
 )
 
 // Options configure Run.
@@ -80,6 +81,9 @@ type Options struct {
 	// OCIBlobCacheMB bounds the pulled layer blobs kept once their images
 	// are unpacked (--oci-blob-cache; negative: no bound).
 	OCIBlobCacheMB int
+	// VolumeSizeMB is each new volume's size limit (--volume-size; 0:
+	// volumes.DefaultSizeMB).
+	VolumeSizeMB int
 	// Limits bound each sandbox's request; zero fields default to the
 	// host's CPUs, memory and free disk under DataDir (limits.go).
 	Limits sandbox.Limits
@@ -168,8 +172,12 @@ func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.St
 	if err != nil {
 		return nil, err
 	}
+	vols, err := volumes.New(filepath.Join(o.DataDir, "volumes"), o.Logger)
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := sandbox.New(sandbox.Config{
-		Limits:  limits,
+		Limits: limits, Volumes: vols, VolumeSizeMB: o.VolumeSizeMB,
 		Runtime: rt, Store: st, Logger: o.Logger, Events: events, Observer: obs, MaxSandboxes: o.MaxSandboxes,
 		DefaultTimeout: o.DefaultTimeout, SweepInterval: o.SweepInterval,
 		AgentArgs: []string{template.AgentInRootFS}, ClientID: hostname(),
@@ -180,6 +188,9 @@ func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.St
 	})
 	if err != nil {
 		return nil, err
+	}
+	if err := mgr.EnsureVolumes(ctx); err != nil {
+		return nil, fmt.Errorf("mount volumes: %w", err)
 	}
 	if err := mgr.Recover(ctx); err != nil {
 		return nil, fmt.Errorf("recover sandboxes: %w", err)

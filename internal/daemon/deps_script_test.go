@@ -9,7 +9,7 @@ import (
 )
 
 // TestDepsServeNeedsNoNPM runs `scripts/deps.sh serve` on a PATH that holds
-// only what serving needs (debootstrap, nft, ip, go) as shims, and npm,
+// only what serving needs (debootstrap, nft, ip, mkfs.ext4, go) as shims, and npm,
 // apt-get and dpkg as shims that record being called: serving must not
 // install or run anything the tests alone need (`make serve` on a fresh
 // machine has no npm). `deps.sh test` on the same PATH does reach for them,
@@ -30,7 +30,7 @@ func TestDepsServeNeedsNoNPM(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, ok := range []string{"debootstrap", "nft", "ip", "go"} {
+	for _, ok := range []string{"debootstrap", "nft", "ip", "mkfs.ext4", "go"} {
 		write(ok, "exit 0")
 	}
 	for _, recorded := range []string{"npm", "apt-get", "dpkg"} {

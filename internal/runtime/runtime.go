@@ -65,7 +65,16 @@ type Spec struct {
 	// Admin grants CAP_SYS_ADMIN inside the sandbox's own kernel (a build
 	// sandbox mounts /proc and /dev for the chroot its steps run in).
 	Admin bool
+	// Volumes are host directories (mounted volumes) the sandbox sees
+	// read-write at VolumeRoot/0, VolumeRoot/1, …, in order. Unlike Mounts
+	// they may differ between a checkpoint and its restore: every sandbox
+	// has the one mount at VolumeRoot, whatever it holds.
+	Volumes []string
 }
+
+// VolumeRoot is where a sandbox sees Spec.Volumes; the Manager links
+// each volume's requested path to VolumeRoot/<index>.
+const VolumeRoot = "/.forkbox-volumes"
 
 // Mount binds host directory Source at Destination inside a sandbox.
 type Mount struct {

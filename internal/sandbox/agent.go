@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -93,6 +94,9 @@ type initBody struct {
 	// agent adds to the system trust store (once: a restored image that
 	// has it skips the work).
 	EgressCA string `json:"egressCA,omitempty"`
+	// Volumes is forkbox's: the links that make each volume appear at its
+	// path (volumeLinks).
+	Volumes []volumeLink `json:"forkboxVolumes,omitempty"`
 }
 
 // initAgent waits for the sandbox's agent to answer, then hands it the
@@ -105,13 +109,13 @@ func (m *Manager) initAgent(ctx context.Context, rec *store.Sandbox, oldToken st
 	defer cancel()
 	body, _ := json.Marshal(initBody{
 		EnvVars: rec.EnvVars, AccessToken: rec.EnvdAccessToken, Timestamp: m.now().UTC(),
-		CPUCount: rec.CPUCount, EgressCA: string(m.cfg.EgressCA),
+		CPUCount: rec.CPUCount, EgressCA: string(m.cfg.EgressCA), Volumes: volumeLinks(rec.Volumes),
 	})
 	delay := 2 * time.Millisecond
 	for {
 		err := m.postInit(ctx, rec.ID, body, oldToken)
-		if err == nil {
-			return nil
+		if err == nil || errors.Is(err, errdefs.ErrInvalidArgument) {
+			return err // refused for good (a volume path): no retry helps
 		}
 		select {
 		case <-ctx.Done():
@@ -128,7 +132,10 @@ func (m *Manager) postInit(ctx context.Context, id string, body []byte, token st
 		return err
 	}
 	defer resp.Body.Close()
-	io.Copy(io.Discard, resp.Body)
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode == http.StatusUnprocessableEntity {
+		return fmt.Errorf("agent /init: %s: %w", strings.TrimSpace(string(msg)), errdefs.ErrInvalidArgument)
+	}
 	if resp.StatusCode/100 != 2 {
 		return fmt.Errorf("agent /init: %s", resp.Status)
 	}

@@ -48,6 +48,17 @@ type CreateRequest struct {
 	CPUCount   int
 	MemoryMB   int
 	DiskSizeMB int
+	// VolumeMounts mount volumes (by name or id) at paths in the sandbox.
+	// A snapshot's sandboxes mount its source's volumes: a request for
+	// one may only repeat them.
+	VolumeMounts []VolumeMountRequest
+}
+
+// VolumeMountRequest asks for volume Name at Path (E2B's
+// SandboxVolumeMount).
+type VolumeMountRequest struct {
+	Name string
+	Path string
 }
 
 // Create starts a new sandbox from a template and returns it running, its
@@ -71,7 +82,8 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (_ *Sandbox, er
 	if err := m.admit(1); err != nil {
 		return nil, err // before a pooled sandbox is taken
 	}
-	rec, shaped, err := m.createRecord(ctx, req, tpl, ttl)
+	rec, shaped, release, err := m.createRecord(ctx, req, tpl, ttl)
+	defer release()
 	if err != nil {
 		return nil, err
 	}
@@ -82,6 +94,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (_ *Sandbox, er
 		}
 	}
 	o, err := m.register(ctx, rec)
+	release() // registered: a volume delete now sees the sandbox
 	if err != nil {
 		if pooled != "" {
 			m.deletePooled(ctx, []string{pooled})
@@ -112,14 +125,20 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (_ *Sandbox, er
 }
 
 // createRecord is the record of a sandbox req creates from tpl, and
-// whether it needs an image of its own shape (shape.go).
-func (m *Manager) createRecord(ctx context.Context, req CreateRequest, tpl *store.Template, ttl time.Duration) (store.Sandbox, bool, error) {
+// whether it needs an image of its own shape (shape.go). release ends the
+// hold on the volumes the record names (holdVolumes); call it once the
+// sandbox is registered, or on failure (it may be called twice).
+func (m *Manager) createRecord(ctx context.Context, req CreateRequest, tpl *store.Template, ttl time.Duration) (_ store.Sandbox, _ bool, release func(), _ error) {
 	rec := m.newRecord(req, tpl, ttl)
+	release = m.holdVolumes()
 	shaped, err := shapeOf(rec, tpl)
 	if err != nil {
-		return rec, false, err
+		return rec, false, release, err
 	}
-	return rec, shaped, m.recordNetwork(ctx, &rec, req, tpl)
+	if rec.Volumes, err = m.resolveMounts(ctx, req.VolumeMounts, tpl); err != nil {
+		return rec, false, release, err
+	}
+	return rec, shaped, release, m.recordNetwork(ctx, &rec, req, tpl)
 }
 
 // boot creates o's sandbox in the runtime — a restore of a template's

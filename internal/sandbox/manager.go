@@ -20,6 +20,7 @@ import (
 	"github.com/forkbox/forkbox/internal/netpolicy"
 	"github.com/forkbox/forkbox/internal/runtime"
 	"github.com/forkbox/forkbox/internal/store"
+	"github.com/forkbox/forkbox/internal/volumes"
 )
 
 // Default values for Config fields left zero.
@@ -98,6 +99,12 @@ type Config struct {
 	// Limits bound each sandbox's cpuCount, memoryMB and diskSizeMB
 	// (limits.go); zero fields are unbounded.
 	Limits Limits
+	// Volumes keeps named volumes' storage (volumes.go); nil: the daemon
+	// has no volumes and their calls are ErrUnavailable.
+	Volumes *volumes.Host
+	// VolumeSizeMB is each new volume's size limit (0:
+	// volumes.DefaultSizeMB).
+	VolumeSizeMB int
 }
 
 // Manager owns the sandboxes of this host. It is safe for concurrent use.
@@ -128,6 +135,10 @@ type Manager struct {
 
 	// pool holds sandboxes restored ahead of time (pool.go).
 	pool pool
+
+	// volMu: DeleteVolume holds it, creates hold it shared until their
+	// sandbox is registered (holdVolumes).
+	volMu sync.RWMutex
 
 	// evictSem bounds concurrent evictions.
 	evictSem chan struct{}
@@ -267,6 +278,9 @@ func setDefaults(cfg *Config) {
 	}
 	if cfg.ClientID == "" {
 		cfg.ClientID = "forkbox"
+	}
+	if cfg.VolumeSizeMB <= 0 {
+		cfg.VolumeSizeMB = volumes.DefaultSizeMB
 	}
 }
 

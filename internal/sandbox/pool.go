@@ -64,7 +64,8 @@ func imageOf(tpl *store.Template) string {
 func poolable(req CreateRequest, tpl *store.Template) bool {
 	return tpl.Kind == store.KindTemplate && imageOf(tpl) != "" &&
 		req.CPUCount == 0 && req.MemoryMB == 0 && (req.DiskSizeMB == 0 || req.DiskSizeMB == tpl.DiskSizeMB) &&
-		(req.AllowInternet == nil || *req.AllowInternet) && req.Network == nil
+		(req.AllowInternet == nil || *req.AllowInternet) && req.Network == nil &&
+		len(req.VolumeMounts) == 0 // a pooled sandbox runs without volumes
 }
 
 // take removes a ready sandbox of template id restored from image from

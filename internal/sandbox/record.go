@@ -98,6 +98,10 @@ func (m *Manager) spec(ctx context.Context, rec *store.Sandbox) (runtime.Spec, e
 	if err != nil {
 		return runtime.Spec{}, err
 	}
+	vols, err := m.volumeDirs(ctx, rec.Volumes)
+	if err != nil {
+		return runtime.Spec{}, err
+	}
 	return runtime.Spec{
 		ID: rec.ID, RootFS: rootfs, Args: args,
 		Hostname: "forkbox",
@@ -107,6 +111,7 @@ func (m *Manager) spec(ctx context.Context, rec *store.Sandbox) (runtime.Spec, e
 		},
 		AllowInternet: rec.AllowInternet,
 		Egress:        m.egress(rec),
+		Volumes:       vols,
 	}, nil
 }
 

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
@@ -97,6 +98,7 @@ func (m *Manager) recordSnapshot(ctx context.Context, src store.Sandbox, snapID 
 		CreatedAt: m.now().UTC(), Temporary: o.Temporary,
 		Network: src.Network, AllowInternet: &src.AllowInternet,
 		Inbound: src.Inbound, PrivateTraffic: src.PrivateTraffic, IAM: src.IAM,
+		Volumes: slices.Clone(src.Volumes),
 	}
 	if o.Name != "" {
 		tpl.Aliases = []string{o.Name}

@@ -10,10 +10,12 @@ import (
 // Sandbox is a copy of one sandbox's public fields and state, safe to keep.
 // (The store's record holds more: where its image and root filesystem are.)
 type Sandbox struct {
-	ID         string
-	TemplateID string
-	Alias      string
-	ClientID   string
+	// VolumeMounts are the volumes the sandbox mounts, in mount order.
+	VolumeMounts []VolumeMount
+	ID           string
+	TemplateID   string
+	Alias        string
+	ClientID     string
 	// State is the precise lifecycle state; State.Public() is the API's.
 	State       State
 	Metadata    map[string]string
@@ -97,7 +99,22 @@ func sandboxOf(r *store.Sandbox, st State) *Sandbox {
 		StartedAt: r.StartedAt, EndAt: r.EndAt, ParentID: r.ParentID, Origin: Origin(r.Origin),
 		Rollbacks: rollbacksOf(r.Rollbacks), Error: r.Error,
 		KillReason: r.KillReason, KilledAt: r.KilledAt, Inbound: inboundOf(r.Inbound), IAM: r.IAM,
+		VolumeMounts: volumeMountsOf(r.Volumes),
 	}
+}
+
+// volumeMountsOf copies a record's volume mounts.
+func volumeMountsOf(vms []store.VolumeMount) []VolumeMount {
+	out := make([]VolumeMount, 0, len(vms))
+	for _, vm := range vms {
+		out = append(out, VolumeMount{VolumeID: vm.VolumeID, Name: vm.Name, Path: vm.Path})
+	}
+	return out
+}
+
+// VolumeMount is one volume a sandbox mounts, at Path.
+type VolumeMount struct {
+	VolumeID, Name, Path string
 }
 
 func inboundOf(in *netpolicy.Inbound) netpolicy.Inbound {

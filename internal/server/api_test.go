@@ -375,19 +375,8 @@ func TestUnknownRoutes(t *testing.T) {
 	e := newEnv(t)
 	resp, data := e.call("GET", "/no/such/route", nil)
 	wantError(t, resp, data, http.StatusNotFound)
-	// The e2b SDK's Volume class: forkbox has none, and says so rather
-	// than "not found". (Secrets: secrets_test.go.)
-	for _, c := range []struct{ method, path string }{
-		{"POST", "/volumes"}, {"GET", "/volumes/v1"}, {"DELETE", "/volumes/v1"},
-		{"GET", "/volumecontent/v1/dir"}, {"PUT", "/volumecontent/v1/file"},
-	} {
-		resp, data := e.call(c.method, c.path, nil)
-		wantError(t, resp, data, http.StatusNotImplemented)
-		if !strings.Contains(string(data), "forkbox has no") {
-			t.Errorf("%s %s: %s", c.method, c.path, data)
-		}
-	}
-	// A create naming volumes is refused, not started without them.
+	// A create naming a volume that does not exist is refused, not
+	// started without it.
 	resp, data = e.call("POST", "/v2/sandboxes", map[string]any{"templateID": "base", "volumeMounts": []any{map[string]string{"name": "v", "path": "/data"}}})
 	wantError(t, resp, data, http.StatusBadRequest)
 }

@@ -12,7 +12,8 @@ import (
 // must carry a key Config.Keys knows, in X-API-Key or as a bearer token.
 func (s *Server) requireAPIKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/health" {
+		// The volume content API checks the volume's own token.
+		if r.URL.Path == "/health" || isVolumeContent(r) {
 			next.ServeHTTP(w, r)
 			return
 		}

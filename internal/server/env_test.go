@@ -20,6 +20,7 @@ import (
 	"github.com/forkbox/forkbox/internal/runtime/fake"
 	"github.com/forkbox/forkbox/internal/sandbox"
 	"github.com/forkbox/forkbox/internal/store"
+	"github.com/forkbox/forkbox/internal/volumes"
 )
 
 const testKey = "e2b_0123456789abcdef"
@@ -63,8 +64,15 @@ func newEnv(t *testing.T, mutate ...func(*Config)) *env {
 	e.rt.PortHandler = e.sandboxHandler
 	t.Cleanup(e.deleteAll)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	vols, err := volumes.New(t.TempDir(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Before the TempDir goes: a mounted volume would keep it.
+	t.Cleanup(func() { removeVolumes(st, vols) })
 	e.mgr, err = sandbox.New(sandbox.Config{
 		Runtime: e.rt, Store: st, Logger: log, AgentWait: 5 * time.Second, ImageDir: t.TempDir(),
+		Volumes: vols, VolumeSizeMB: 8,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -302,5 +310,14 @@ func readLine(t *testing.T, r *bufio.Reader) string {
 	case <-time.After(3 * time.Second):
 		t.Fatal("timed out reading a line: the response is buffered")
 		return ""
+	}
+}
+
+// removeVolumes unmounts and removes every volume a test left.
+func removeVolumes(st *store.Store, vols *volumes.Host) {
+	ctx := context.Background()
+	vs, _ := st.ListVolumes(ctx)
+	for _, v := range vs {
+		vols.Remove(ctx, v.ID)
 	}
 }

@@ -13,8 +13,7 @@ import (
 
 // createBody is the NewSandbox / NewSandboxV2 request, plus forkbox's
 // cpuCount and memoryMB. Fields E2B defines that forkbox does not use yet
-// (mcp) are accepted and ignored; volumeMounts, which would name
-// volumes forkbox cannot have (it has no volumes API), must be empty.
+// (mcp) are accepted and ignored.
 type createBody struct {
 	TemplateID          string            `json:"templateID"`
 	Timeout             *int64            `json:"timeout"`
@@ -30,7 +29,7 @@ type createBody struct {
 	CPUCount            int               `json:"cpuCount"`
 	MemoryMB            int               `json:"memoryMB"`
 	DiskSizeMB          int               `json:"diskSizeMB"`
-	VolumeMounts        []json.RawMessage `json:"volumeMounts"`
+	VolumeMounts        []volumeMountJSON `json:"volumeMounts"`
 }
 
 // autoResume accepts E2B's {"enabled": bool} and a plain bool.
@@ -81,10 +80,6 @@ func (b *createBody) request(alwaysSecure bool) (sandbox.CreateRequest, error) {
 	if b.TemplateID == "" {
 		return sandbox.CreateRequest{}, fmt.Errorf("templateID is required: %w", errdefs.ErrInvalidArgument)
 	}
-	if len(b.VolumeMounts) > 0 {
-		// Ignoring them would start a sandbox without the storage it asks for.
-		return sandbox.CreateRequest{}, fmt.Errorf("volumeMounts: forkbox has no volumes: %w", errdefs.ErrInvalidArgument)
-	}
 	filesOnly, err := b.autoPauseFilesOnly()
 	if err != nil {
 		return sandbox.CreateRequest{}, err
@@ -95,7 +90,7 @@ func (b *createBody) request(alwaysSecure bool) (sandbox.CreateRequest, error) {
 		IAM:      b.IAM,
 		Metadata: b.Metadata, EnvVars: b.EnvVars, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
 		DiskSizeMB: b.DiskSizeMB, PrivateTraffic: b.privateTraffic(), Network: b.networkRules(), AutoPauseFilesOnly: filesOnly,
-		Inbound: b.inbound(),
+		Inbound: b.inbound(), VolumeMounts: b.volumeMounts(),
 	}
 	if b.Timeout != nil {
 		d, err := seconds("timeout", *b.Timeout)
@@ -204,4 +199,13 @@ func (b *createBody) autoPauseFilesOnly() (bool, error) {
 		return false, fmt.Errorf("autoResume cannot be enabled with autoPauseMemory: false: a filesystem-only pause is resumed by connect, never by traffic: %w", errdefs.ErrInvalidArgument)
 	}
 	return true, nil
+}
+
+// volumeMounts converts E2B's SandboxVolumeMount list.
+func (b *createBody) volumeMounts() []sandbox.VolumeMountRequest {
+	var out []sandbox.VolumeMountRequest
+	for _, vm := range b.VolumeMounts {
+		out = append(out, sandbox.VolumeMountRequest{Name: vm.Name, Path: vm.Path})
+	}
+	return out
 }

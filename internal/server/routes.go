@@ -47,18 +47,13 @@ func (s *Server) routes() *http.ServeMux {
 
 		{"GET /metrics", s.serveMetrics},
 
-		// E2B features forkbox does not have: a 501 that says so, where a
-		// 404 would read as "no such volume" or "no such secret".
-		{"/volumes", s.unsupported("volumes")},
-		{"/volumes/", s.unsupported("volumes")},
-		{"/volumecontent/", s.unsupported("volumes")},
-
 		{"/", s.notFound},
 	} {
 		mux.HandleFunc(rt.pattern, rt.h)
 	}
 	s.templateRoutes(mux) // templates.go
 	s.secretRoutes(mux)   // secrets.go
+	s.volumeRoutes(mux)   // volumes.go, volumecontent.go
 	return mux
 }
 
@@ -79,13 +74,6 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 // notImplemented answers routes whose operation forkbox does not have yet.
 func (s *Server) notImplemented(w http.ResponseWriter, r *http.Request) {
 	writeStatus(w, http.StatusNotImplemented, r.Method+" "+r.URL.Path+" is not implemented yet")
-}
-
-// unsupported answers the routes of an E2B feature forkbox does not have.
-func (s *Server) unsupported(feature string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		writeStatus(w, http.StatusNotImplemented, r.Method+" "+r.URL.Path+": forkbox has no "+feature)
-	}
 }
 
 // notFound answers unknown routes in the API's error shape.

@@ -105,6 +105,15 @@ func (s *Server) toSandboxJSON(sb *sandbox.Sandbox) sandboxJSON {
 	return out
 }
 
+// volumeMountsJSON renders a sandbox's volume mounts (never null).
+func volumeMountsJSON(vms []sandbox.VolumeMount) []volumeMountJSON {
+	out := make([]volumeMountJSON, 0, len(vms))
+	for _, vm := range vms {
+		out = append(out, volumeMountJSON{Name: vm.Name, Path: vm.Path})
+	}
+	return out
+}
+
 // toListed renders a sandbox for listings.
 func toListed(sb *sandbox.Sandbox) listedJSON {
 	md := sb.Metadata
@@ -116,7 +125,7 @@ func toListed(sb *sandbox.Sandbox) listedJSON {
 		StartedAt: wireTime(sb.StartedAt), EndAt: wireTime(sb.EndAt),
 		CPUCount: sb.CPUCount, MemoryMB: sb.MemoryMB, DiskSizeMB: sb.DiskSizeMB,
 		Metadata: md, State: string(sb.State.Public()), EnvdVersion: sb.EnvdVersion,
-		VolumeMounts: []volumeMountJSON{},
+		VolumeMounts: volumeMountsJSON(sb.VolumeMounts),
 	}
 }
 

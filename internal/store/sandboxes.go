@@ -76,6 +76,15 @@ type Sandbox struct {
 	KillReason string `json:"killReason,omitempty"`
 	// KilledAt is when the daemon learnt of that death.
 	KilledAt time.Time `json:"killedAt,omitzero"`
+	// Volumes are the volumes mounted into the sandbox, in mount order.
+	Volumes []VolumeMount `json:"volumes,omitempty"`
+}
+
+// VolumeMount is one volume mounted into a sandbox at Path.
+type VolumeMount struct {
+	VolumeID string `json:"volumeID"`
+	Name     string `json:"name"`
+	Path     string `json:"path"`
 }
 
 // Rollback records one in-place restore of a sandbox to a snapshot.

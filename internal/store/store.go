@@ -91,6 +91,13 @@ var migrations = []string{
 		created_at INTEGER NOT NULL,
 		updated_at INTEGER NOT NULL
 	);`,
+	// Volumes (volumes.go): names are unique, as E2B's volumeMounts name them.
+	`CREATE TABLE volumes (
+		id TEXT PRIMARY KEY,
+		seq INTEGER NOT NULL,
+		name TEXT NOT NULL UNIQUE,
+		data TEXT NOT NULL
+	);`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {

@@ -231,3 +231,42 @@ func TestAPIKeysAreHashed(t *testing.T) {
 		t.Errorf("database holds %q for key %q: not a hash", stored, key)
 	}
 }
+
+func TestVolumes(t *testing.T) {
+	ctx := context.Background()
+	s, err := OpenPath(ctx, ":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a := &Volume{ID: "v1", Name: "alpha", Token: "t1", SizeMB: 8, Node: "host", CreatedAt: time.Unix(1, 0).UTC()}
+	if err := s.PutVolume(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutVolume(ctx, &Volume{ID: "v2", Name: "alpha"}); !errors.Is(err, errdefs.ErrAlreadyExists) {
+		t.Errorf("a second volume named alpha: %v, want already exists", err)
+	}
+	if err := s.PutVolume(ctx, &Volume{ID: "v3", Name: "beta"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, get := range []func() (*Volume, error){
+		func() (*Volume, error) { return s.GetVolume(ctx, "v1") },
+		func() (*Volume, error) { return s.GetVolumeByName(ctx, "alpha") },
+	} {
+		if v, err := get(); err != nil || *v != *a {
+			t.Errorf("get: %+v %v, want %+v", v, err, a)
+		}
+	}
+	if vs, err := s.ListVolumes(ctx); err != nil || len(vs) != 2 || vs[0].ID != "v1" || vs[1].ID != "v3" {
+		t.Errorf("list: %v %v", vs, err)
+	}
+	if err := s.DeleteVolume(ctx, "v1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteVolume(ctx, "v1"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("second delete: %v", err)
+	}
+	if _, err := s.GetVolumeByName(ctx, "alpha"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("get after delete: %v", err)
+	}
+}

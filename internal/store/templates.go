@@ -60,6 +60,9 @@ type Template struct {
 	Warmed bool `json:"warmed,omitempty"`
 	// AgentArgs, when set, replace the daemon's default first process.
 	AgentArgs []string `json:"agentArgs,omitempty"`
+	// Volumes are the volumes a snapshot's source had mounted: a snapshot
+	// does not copy them, its sandboxes mount the same volumes again.
+	Volumes []VolumeMount `json:"volumes,omitempty"`
 	// Version changes whenever the template's content is rebuilt.
 	Version string `json:"version,omitempty"`
 	// Network and AllowInternet are a snapshot's source's egress rules,

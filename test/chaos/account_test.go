@@ -17,6 +17,7 @@ import (
 type listed struct {
 	running, paused []string
 	snapshots       []string
+	volumes         []string
 	// containers maps each running sandbox to its runsc container id.
 	containers map[string]string
 }
@@ -57,7 +58,7 @@ func (r *run) account(n int) {
 		r.t.Errorf("after round %d: content no record holds (leaked until the restart removed it): %v", n, gone)
 	}
 	after := r.list(ctx)
-	if fmt.Sprint(before.running, before.paused, before.snapshots) != fmt.Sprint(after.running, after.paused, after.snapshots) {
+	if fmt.Sprint(before.running, before.paused, before.snapshots, before.volumes) != fmt.Sprint(after.running, after.paused, after.snapshots, after.volumes) {
 		r.t.Errorf("after round %d: listed before the stop %+v, after the restart %+v", n, before, after)
 	}
 	for _, p := range r.eventually(func() []string { return r.eventLogProblems(ctx, after) }) {
@@ -91,13 +92,18 @@ func (r *run) empty() {
 			r.t.Errorf("delete template %s: %v", t.Names, err)
 		}
 	}
+	for _, id := range r.list(ctx).volumes {
+		if err := r.c.DeleteVolume(ctx, id); err != nil {
+			r.t.Errorf("delete volume %s (no sandbox left to mount it): %v", id, err)
+		}
+	}
 	_, builtin := r.templates(ctx)
 	builtins := len(builtin)
 	for _, p := range r.eventually(func() []string { return r.onlyBuiltinContent(builtins) }) {
 		r.t.Errorf("emptied, daemon running: %s", p)
 	}
 	l := r.list(ctx)
-	if len(l.running)+len(l.paused)+len(l.snapshots) != 0 {
+	if len(l.running)+len(l.paused)+len(l.snapshots)+len(l.volumes) != 0 {
 		r.t.Errorf("after killing everything the daemon lists %+v", l)
 	}
 	for _, p := range r.eventually(func() []string { return r.eventLogProblems(ctx, l) }) {
@@ -143,6 +149,14 @@ func (r *run) list(ctx context.Context) listed {
 	for _, s := range snaps {
 		l.snapshots = append(l.snapshots, s.SnapshotID)
 	}
+	vols, err := r.c.ListVolumes(ctx)
+	if err != nil {
+		r.t.Fatalf("list volumes: %v", err)
+	}
+	for _, v := range vols {
+		l.volumes = append(l.volumes, v.ID)
+	}
+	slices.Sort(l.volumes)
 	slices.Sort(l.running)
 	slices.Sort(l.paused)
 	slices.Sort(l.snapshots)

@@ -84,6 +84,7 @@ func (r *run) hostProblems(l listed) []string {
 		policies = append(policies, strings.TrimSuffix(name, ".json"))
 	}
 	p.same("saved network policies", policies, want)
+	r.volumeProblems(&p, l, want)
 	for _, c := range dirNames(filepath.Join(r.d.DataDir, "runtime", "containers")) {
 		if !slices.Contains(want, c) {
 			p.add("container bundle %s belongs to no running sandbox", c)
@@ -232,4 +233,42 @@ func slotKind(name string, prefixes ...string) string {
 		}
 	}
 	return ""
+}
+
+// volumeProblems accounts for volumes: one attach directory per running
+// container (paused sandboxes hold none), the storage of exactly the
+// listed volumes, each mounted once, and no other mount of the daemon's
+// volumes anywhere under the data dir.
+func (r *run) volumeProblems(p *problems, l listed, cids []string) {
+	attach := filepath.Join(r.d.DataDir, "runtime", "volumes")
+	p.same("volume attach dirs", dirNames(attach), cids)
+	store := filepath.Join(r.d.DataDir, "volumes")
+	p.same("volume storage", dirNames(store), l.volumes)
+	mounts := mountPoints()
+	for _, v := range l.volumes {
+		if !mounts[filepath.Join(store, v, "mnt")] {
+			p.add("volume %s is not mounted", v)
+		}
+	}
+	for m := range mounts {
+		rel, err := filepath.Rel(attach, m)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		if cid, _, _ := strings.Cut(rel, "/"); !slices.Contains(cids, cid) {
+			p.add("mount %s of no running container", m)
+		}
+	}
+}
+
+// mountPoints is the set of the host's mount points.
+func mountPoints() map[string]bool {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	out := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 {
+			out[f[4]] = true
+		}
+	}
+	return out
 }

@@ -43,6 +43,9 @@ func (r *run) pick(live []client.SandboxInfo, snaps []client.SnapshotInfo, tpls 
 	return choices[r.rng.IntN(len(choices))]
 }
 
+// chaosVolume is the volume some created sandboxes mount.
+const chaosVolume = "chaos-vol"
+
 // createOp creates a sandbox of the base template; one in three lives a
 // second or two (a TTL expiry races the round's other operations), and half
 // of those pause instead of dying. One in four asks for another disk size:
@@ -57,7 +60,18 @@ func (r *run) createOp() op {
 	if r.rng.IntN(4) == 0 {
 		o.DiskSizeMB = shapedDisks[r.rng.IntN(len(shapedDisks))]
 	}
+	// One in four mounts the run's volume: its attach directory and binds
+	// must come and go with the sandbox through every operation.
+	withVolume := r.rng.IntN(4) == 0
+	if withVolume {
+		o.VolumeMounts = []client.VolumeMount{{Name: chaosVolume, Path: "/mnt/vol"}}
+	}
 	return op{"create", func(ctx context.Context, c *client.Client) error {
+		if withVolume {
+			if _, err := c.CreateVolume(ctx, chaosVolume); err != nil && !client.IsConflict(err) {
+				return err
+			}
+		}
 		_, err := c.CreateSandbox(ctx, o)
 		return err
 	}}

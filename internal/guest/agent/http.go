@@ -32,6 +32,11 @@ func (a *Agent) handleInit(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if err := linkVolumes(req.Volumes); err != nil {
+		// 422: the daemon gives up at once rather than retrying.
+		writeJSONError(w, http.StatusUnprocessableEntity, err)
+		return
+	}
 	if err := applyCPUCount(req.CPUCount); err != nil {
 		a.log.Warn("cpu count not applied", "cpu_count", req.CPUCount, "err", err)
 	}

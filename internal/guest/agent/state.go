@@ -68,6 +68,8 @@ type initRequest struct {
 	CPUCount int `json:"cpuCount,omitempty"`
 	// EgressCA is forkbox's: the PEM of the egress proxy's CA, to trust.
 	EgressCA string `json:"egressCA,omitempty"`
+	// Volumes is forkbox's: where the sandbox's volumes appear (volumes.go).
+	Volumes []volumeLink `json:"forkboxVolumes,omitempty"`
 }
 
 // apply merges an /init request into the state. Env vars are merged, not

@@ -95,7 +95,7 @@ func (r *Runtime) Restore(ctx context.Context, spec runtime.Spec, imageDir strin
 func (r *Runtime) prepareRestore(ctx context.Context, spec runtime.Spec, useStandby bool, cl *cleanup.Stack) (handle, string, error) {
 	var box standbyBox
 	ok := false
-	if useStandby {
+	if useStandby && len(spec.Volumes) == 0 {
 		box, ok = r.standby.take(spec)
 	}
 	if !ok {

@@ -149,6 +149,7 @@ func (r *Runtime) knownContainers(ctx context.Context) (map[string]bool, error) 
 		case errdefs.IsNotFound(err):
 			r.log.InfoContext(ctx, "removing sandbox directory without a handle", "id", e.Name())
 			r.removeCgroups(ctx, e.Name())
+			r.detachVolumes(e.Name())
 			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
 				return nil, fmt.Errorf("gvisor: %w", err)
 			}
@@ -243,7 +244,11 @@ func (r *Runtime) writeBundle(spec runtime.Spec, h handle, dir string) error {
 	if !ok {
 		return fmt.Errorf("network of %s: %w", h.cid(), errdefs.ErrNotFound)
 	}
-	oci := buildSpec(spec, h.Resources, lease, r.cgroupsPath(h.cid()), r.pinCPUs(h.Resources))
+	vdir, err := r.attachVolumes(h.cid(), spec.RootFS, spec.Volumes)
+	if err != nil {
+		return err
+	}
+	oci := buildSpec(spec, h.Resources, lease, r.cgroupsPath(h.cid()), r.pinCPUs(h.Resources), vdir)
 	if err := writeJSON(filepath.Join(dir, "config.json"), oci); err != nil {
 		return err
 	}
@@ -294,6 +299,9 @@ func (r *Runtime) destroy(ctx context.Context, id string) {
 	// cgroups too.
 	r.killProcesses(ctx, func(cid string) bool { return cid == id })
 	r.removeCgroups(ctx, id)
+	if err := r.detachVolumes(id); err != nil {
+		r.log.WarnContext(ctx, "detach volumes", "id", id, "err", err)
+	}
 	if err := os.Remove(r.panicLog(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		r.log.WarnContext(ctx, "remove crash report", "id", id, "err", err)
 	}

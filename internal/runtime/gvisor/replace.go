@@ -31,7 +31,11 @@ func (r *Runtime) Replace(ctx context.Context, spec runtime.Spec, imageDir strin
 	}
 	r.standby.begin()
 	defer r.standby.end(spec)
-	box, ok := r.standby.take(spec)
+	var box standbyBox
+	ok := false
+	if len(spec.Volumes) == 0 { // a standby has no volumes in it
+		box, ok = r.standby.take(spec)
+	}
 	if !ok {
 		if box, err = r.standby.create(ctx, spec, runtime.NewID()); err != nil {
 			return runtime.Info{}, err

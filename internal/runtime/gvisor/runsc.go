@@ -25,7 +25,9 @@ const Platform = "systrap"
 // before them have other mounts, which a restore refuses; "-3": /tmp is
 // the root overlay's (x11Mount), the agent holds CAP_SYS_RESOURCE and a
 // 1-CPU sandbox's image has one CPU.
-const Flags = "systrap,sandbox,overlay2=root:memory,allow-suid,sized-fs-3"
+//
+// "vol-1": every sandbox has the volume mount (volumes.go).
+const Flags = "systrap,sandbox,overlay2=root:memory,allow-suid,sized-fs-3,vol-1"
 
 // globalArgs are the runsc flags every invocation shares. They must be the
 // same for every command on a container (runsc reads its state with them).

@@ -72,7 +72,9 @@ func hostPidsLimit(res runtime.Resources) int64 {
 // all CPUs, see pinCPUs). Create and Restore build it the same way from
 // the same inputs, so the mounts of a restore equal the checkpoint's (trap
 // 9); the cpuset is a resource, which a restore may change.
-func buildSpec(s runtime.Spec, res runtime.Resources, lease netns.Lease, cgroupsPath, cpus string) *specs.Spec {
+//
+// volumesDir is the container's volume attach directory (volumes.go).
+func buildSpec(s runtime.Spec, res runtime.Resources, lease netns.Lease, cgroupsPath, cpus, volumesDir string) *specs.Spec {
 	env := s.Env
 	if !hasEnv(env, "PATH") {
 		env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, env...)
@@ -104,7 +106,7 @@ func buildSpec(s runtime.Spec, res runtime.Resources, lease netns.Lease, cgroups
 		Root:        &specs.Root{Path: s.RootFS, Readonly: false},
 		Hostname:    s.Hostname,
 		Annotations: rootfsAnnotations(s.RootFS, res),
-		Mounts:      append(mounts(s.RootFS), binds(s.Mounts)...),
+		Mounts:      append(append(mounts(s.RootFS), volumeMount(volumesDir)), binds(s.Mounts)...),
 		Linux: &specs.Linux{
 			CgroupsPath: cgroupsPath,
 			Resources: &specs.LinuxResources{

@@ -50,13 +50,14 @@ func TestBuildSpec(t *testing.T) {
 				}
 			}
 			lease := netns.Lease{NSPath: "/var/run/netns/x"}
-			s := buildSpec(runtime.Spec{ID: "x", RootFS: root, Args: []string{"a"}, Env: []string{"A=1"}}, tt.res, lease, "/p/x", "")
+			s := buildSpec(runtime.Spec{ID: "x", RootFS: root, Args: []string{"a"}, Env: []string{"A=1"}}, tt.res, lease, "/p/x", "", "/v/x")
 			var got []string
 			for _, m := range s.Mounts {
 				got = append(got, m.Destination)
 			}
-			if !slices.Equal(got, tt.wantMounts) {
-				t.Errorf("mounts = %v, want %v", got, tt.wantMounts)
+			// Every sandbox has the volume mount, volumes or not.
+			if want := append(slices.Clone(tt.wantMounts), runtime.VolumeRoot); !slices.Equal(got, want) {
+				t.Errorf("mounts = %v, want %v", got, want)
 			}
 			lr := s.Linux.Resources
 			if *lr.Memory.Limit != tt.wantMemMiB*mib || *lr.CPU.Quota != tt.wantQuota || lr.Pids.Limit != tt.wantPids {
@@ -127,7 +128,7 @@ func TestPinCPUs(t *testing.T) {
 		t.Errorf("a 2-CPU sandbox is pinned to %q", got)
 	}
 	s := buildSpec(runtime.Spec{ID: "x", RootFS: t.TempDir(), Args: []string{"a"}}, runtime.Resources{CPUCount: 1, MemoryMB: 64, PidsMax: 10},
-		netns.Lease{}, "/p/x", "1")
+		netns.Lease{}, "/p/x", "1", "/v/x")
 	if s.Linux.Resources.CPU.Cpus != "1" {
 		t.Errorf("cpuset %q, want 1", s.Linux.Resources.CPU.Cpus)
 	}

@@ -125,6 +125,8 @@ func (s *standby) end(spec runtime.Spec) {
 		s.pools[k] = p
 	}
 	// Stamped before evicting, so the shape just asked for is the newest.
+	// Standby containers are made without volumes: any restore may take one.
+	spec.Volumes = nil
 	p.spec, p.lastUsed = spec, time.Now()
 	s.evictLocked()
 	if !s.started {
@@ -276,7 +278,13 @@ func (s *standby) create(ctx context.Context, spec runtime.Spec, cid string) (bo
 		return box, err
 	}
 	spec.ID = box.cid
-	oci := buildSpec(spec, box.res, box.lease, r.cgroupsPath(box.cid), r.pinCPUs(box.res))
+	// The filler's specs have no volumes (end): a standby brings none, and
+	// restores with volumes make their own container with them.
+	vdir, err := r.attachVolumes(box.cid, spec.RootFS, spec.Volumes)
+	if err != nil {
+		return box, err
+	}
+	oci := buildSpec(spec, box.res, box.lease, r.cgroupsPath(box.cid), r.pinCPUs(box.res), vdir)
 	// Made while other sandboxes run, it yields the CPU to them; adopt
 	// gives it its share back.
 	shares := uint64(standbyCPUShares)
@@ -392,6 +400,7 @@ func (r *Runtime) removeUnusedBundles(ctx context.Context, known map[string]bool
 			// A create killed with its daemon may have made the cgroups
 			// and nothing that runs.
 			r.removeCgroups(ctx, e.Name())
+			r.detachVolumes(e.Name())
 			if err := os.RemoveAll(filepath.Join(r.containersDir(), e.Name())); err != nil {
 				return fmt.Errorf("gvisor: %w", err)
 			}
