@@ -69,20 +69,7 @@ type Server struct {
 func NewServer(t testing.TB) *Server {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.OpenPath(ctx, ":memory:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.PutTemplate(ctx, &store.Template{
-		ID: Template, Kind: store.KindTemplate, Aliases: []string{Template + "-alias"},
-		CPUCount: 2, MemoryMB: 512, DiskSizeMB: 4096, RootFS: t.TempDir(),
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.AddAPIKey(ctx, "test", APIKey, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	st := newStore(t)
 	s := &Server{t: t, rt: fake.New(), Denials: egress.NewDenials()}
 	s.rt.Handler = func(string) http.Handler { return newAgent() }
 	t.Cleanup(s.deleteAll)
@@ -131,6 +118,26 @@ func NewServer(t testing.TB) *Server {
 	t.Cleanup(hs.Close)
 	s.URL = hs.URL
 	return s
+}
+
+// newStore opens an in-memory store holding the test template and APIKey.
+func newStore(t testing.TB) *store.Store {
+	ctx := context.Background()
+	st, err := store.OpenPath(ctx, ":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.PutTemplate(ctx, &store.Template{
+		ID: Template, Kind: store.KindTemplate, Aliases: []string{Template + "-alias"},
+		CPUCount: 2, MemoryMB: 512, DiskSizeMB: 4096, RootFS: t.TempDir(),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AddAPIKey(ctx, "test", APIKey, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // deleteAll removes every fake sandbox, ending the servers inside them.
