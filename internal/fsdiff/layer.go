@@ -1,0 +1,209 @@
+package fsdiff
+
+import (
+	"archive/tar"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+)
+
+const (
+	paxXattr     = "SCHILY.xattr."
+	opaqueXattr  = "trusted.overlay.opaque"
+	userXattrPfx = "user."
+)
+
+// Layer is one upper layer: the entries it holds, the lower paths it
+// deletes (whiteouts) and the directories whose lower contents it hides
+// (opaque). Contents stay in the tar file, read on demand.
+type Layer struct {
+	entries   map[string]*Entry
+	whiteouts map[string]bool
+	opaque    map[string]bool
+	f         *os.File
+}
+
+// EmptyLayer is the layer of a tree that is its lower alone (a template).
+func EmptyLayer() *Layer {
+	return &Layer{entries: map[string]*Entry{}, whiteouts: map[string]bool{}, opaque: map[string]bool{}}
+}
+
+// OpenLayer reads the headers of the upper-layer tar at file; the file
+// stays open (Close) so contents can be read without copying them.
+func OpenLayer(file string) (*Layer, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	l := EmptyLayer()
+	l.f = f
+	if err := l.read(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("read layer %s: %w", file, err)
+	}
+	return l, nil
+}
+
+// Close releases the tar file.
+func (l *Layer) Close() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	return l.f.Close()
+}
+
+// Len is the number of paths the layer says something about.
+func (l *Layer) Len() int { return len(l.entries) + len(l.whiteouts) }
+
+// countingReader tracks the offset archive/tar has read to: it reads
+// whole blocks without buffering ahead, so after Next the offset is where
+// the entry's data starts.
+type countingReader struct {
+	r   io.Reader
+	off int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.off += int64(n)
+	return n, err
+}
+
+func (l *Layer) read() error {
+	cr := &countingReader{r: l.f}
+	tr := tar.NewReader(cr)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		p, ok := cleanTarName(hdr.Name)
+		if !ok {
+			return fmt.Errorf("tar entry %q escapes the root", hdr.Name)
+		}
+		if p == "/" {
+			continue
+		}
+		if hdr.Typeflag == tar.TypeChar && hdr.Devmajor == 0 && hdr.Devminor == 0 {
+			l.whiteouts[p] = true
+			continue
+		}
+		if err := l.add(p, hdr, cr.off); err != nil {
+			return err
+		}
+	}
+}
+
+// add records one tar entry whose data starts at off.
+func (l *Layer) add(p string, hdr *tar.Header, off int64) error {
+	e := &Entry{Mode: uint32(hdr.Mode) & 0o7777, UID: hdr.Uid, GID: hdr.Gid}
+	for k, v := range hdr.PAXRecords {
+		name, ok := strings.CutPrefix(k, paxXattr)
+		if !ok {
+			continue
+		}
+		if name == opaqueXattr && v == "y" {
+			l.opaque[p] = true
+		}
+		if strings.HasPrefix(name, userXattrPfx) {
+			if e.Xattrs == nil {
+				e.Xattrs = map[string]string{}
+			}
+			e.Xattrs[name] = v
+		}
+	}
+	switch hdr.Typeflag {
+	case tar.TypeDir:
+		e.Type = TypeDir
+	case tar.TypeReg:
+		e.Type, e.Size, e.src = TypeFile, hdr.Size, tarSource{l.f, off, hdr.Size}
+	case tar.TypeLink:
+		target, ok := cleanTarName(hdr.Linkname)
+		orig := l.entries[target]
+		if !ok || orig == nil || orig.Type != TypeFile {
+			return fmt.Errorf("hard link %q to unknown %q", hdr.Name, hdr.Linkname)
+		}
+		e.Type, e.Size, e.src = TypeFile, orig.Size, orig.src
+	case tar.TypeSymlink:
+		e.Type, e.Link = TypeSymlink, hdr.Linkname
+	case tar.TypeFifo:
+		e.Type = TypeFifo
+	case tar.TypeChar, tar.TypeBlock:
+		e.Type = TypeChar
+		if hdr.Typeflag == tar.TypeBlock {
+			e.Type = TypeBlock
+		}
+		e.Dev = fmt.Sprintf("%d:%d", hdr.Devmajor, hdr.Devminor)
+	default:
+		return fmt.Errorf("tar entry %q: unsupported type %q", hdr.Name, hdr.Typeflag)
+	}
+	l.entries[p] = e
+	return nil
+}
+
+// cleanTarName turns "./a/b/" into "/a/b", refusing names that leave the
+// root.
+func cleanTarName(name string) (string, bool) {
+	return CleanPath(name)
+}
+
+// CleanPath makes p an absolute slash path inside the root; a path that
+// climbs out of it ("../x") is refused.
+func CleanPath(p string) (string, bool) {
+	p = strings.TrimPrefix(p, "./")
+	if p == "." || p == "" {
+		return "/", true
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return "", false
+		}
+	}
+	return path.Clean("/" + p), true
+}
+
+// tarSource is a regular file's bytes inside the layer's tar.
+type tarSource struct {
+	f        *os.File
+	off, len int64
+}
+
+type readCloser = io.ReadCloser
+
+func (s tarSource) open() (readCloser, error) {
+	return io.NopCloser(io.NewSectionReader(s.f, s.off, s.len)), nil
+}
+
+// hash returns (and keeps) the entry's content hash.
+func (e *Entry) hash() (string, error) {
+	if e.SHA256 != "" || e.Type != TypeFile {
+		return e.SHA256, nil
+	}
+	r, err := e.Open()
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, r); err != nil {
+		return "", err
+	}
+	e.SHA256 = hex.EncodeToString(h.Sum(nil))
+	return e.SHA256, nil
+}
+
+// Open reads a regular file's content.
+func (e *Entry) Open() (io.ReadCloser, error) {
+	if e.src == nil {
+		return nil, fmt.Errorf("entry of type %s has no content", e.Type)
+	}
+	return e.src.open()
+}
