@@ -127,4 +127,3 @@ func (e *Entry) Binary() (bool, error) {
 	_, ok, err := text(e)
 	return e != nil && e.Type == TypeFile && !ok, err
 }
-

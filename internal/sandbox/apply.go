@@ -1,0 +1,193 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/fsdiff"
+)
+
+// ApplyOptions describe an apply: the file changes of From since Base
+// brought into a running sandbox.
+type ApplyOptions struct {
+	// From is the sandbox or snapshot whose changes are taken.
+	From string
+	// Base is what From's changes are counted from; empty: the nearest
+	// state From and the target both derive from (lineage).
+	Base string
+	// Paths, if set, limit the apply to these paths (globs; a directory
+	// covers what it holds).
+	Paths []string
+	// Strategy settles paths both sides changed differently:
+	// fsdiff.StrategyTheirs takes From's, StrategyOurs keeps the
+	// target's; by default they are left as they are and listed.
+	Strategy string
+	// DryRun plans without writing.
+	DryRun bool
+}
+
+// ApplyResult is what an apply did.
+type ApplyResult struct {
+	ID   string `json:"id"`
+	From string `json:"from"`
+	Base string `json:"base"`
+	// Applied are the changes written into the sandbox.
+	Applied []fsdiff.Change `json:"applied"`
+	// Conflicts are the paths both sides changed differently.
+	Conflicts []fsdiff.Conflict `json:"conflicts"`
+	// Unchanged counts the paths the sandbox already had as From has them.
+	Unchanged int  `json:"unchanged"`
+	DryRun    bool `json:"dryRun,omitempty"`
+	// TookMs is the apply's duration in milliseconds.
+	TookMs int64 `json:"tookMs"`
+}
+
+// agentApplyPath is the agent's route that applies a change set (the
+// fsdiff wire format) all or nothing.
+const agentApplyPath = "/forkbox/apply"
+
+// Apply brings the file changes of o.From since o.Base into running
+// sandbox id as a three-way merge of trees. The agent writes them all or
+// none (staged, then moved into place, undone on a failure). Memory and
+// processes are not merged. Apply holds the sandbox's claim as a
+// snapshot does (it keeps serving; pause, rollback and kill queue).
+func (m *Manager) Apply(ctx context.Context, id string, o ApplyOptions) (_ *ApplyResult, err error) {
+	start := m.now()
+	if err := checkApply(id, o); err != nil {
+		return nil, err
+	}
+	if _, err := m.openableID(ctx, o.From); err != nil {
+		return nil, err
+	}
+	if o.Base == "" {
+		h, err := m.loadHistory(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if o.Base, err = h.commonAncestor(o.From, id); err != nil {
+			return nil, err
+		}
+	}
+	op, err := m.claimWaiting(ctx, id, StateSnapshotting, StateRunning)
+	if err != nil {
+		return nil, err
+	}
+	ctx = context.WithoutCancel(ctx)
+	res, err := m.applyClaimed(ctx, op, o)
+	if err != nil {
+		return nil, op.fail(ctx, fmt.Errorf("apply %s into %s: %w", o.From, id, err), StateRunning, nil)
+	}
+	if err := op.done(ctx, StateRunning, nil); err != nil {
+		return nil, err
+	}
+	res.TookMs = m.now().Sub(start).Milliseconds()
+	m.log.Info("changes applied", "sandbox", id, "from", o.From, "base", o.Base,
+		"applied", len(res.Applied), "conflicts", len(res.Conflicts), "took", m.now().Sub(start))
+	return res, nil
+}
+
+func checkApply(id string, o ApplyOptions) error {
+	if o.From == "" {
+		return fmt.Errorf("apply needs from: %w", errdefs.ErrInvalidArgument)
+	}
+	if o.From == id {
+		return fmt.Errorf("apply of %s into itself: %w", id, errdefs.ErrInvalidArgument)
+	}
+	switch o.Strategy {
+	case fsdiff.StrategyNone, fsdiff.StrategyTheirs, fsdiff.StrategyOurs:
+	default:
+		return fmt.Errorf("strategy %q: want theirs or ours: %w", o.Strategy, errdefs.ErrInvalidArgument)
+	}
+	if err := (fsdiff.Options{Include: o.Paths}).Validate(); err != nil {
+		return fmt.Errorf("apply: %v: %w", err, errdefs.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// applyClaimed plans and writes the apply into claimed sandbox op.
+func (m *Manager) applyClaimed(ctx context.Context, op *op, o ApplyOptions) (*ApplyResult, error) {
+	id := op.id()
+	from, err := m.openTree(ctx, o.From)
+	if err != nil {
+		return nil, err
+	}
+	defer from.Close()
+	base, err := m.openTree(ctx, o.Base)
+	if err != nil {
+		return nil, err
+	}
+	defer base.Close()
+	layer, err := m.liveLayer(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer layer.Close()
+	lower, err := m.lowerOf(ctx, &op.e.rec)
+	if err != nil {
+		return nil, err
+	}
+	target := fsdiff.Tree{Upper: layer, Lower: lower}
+	plan, err := fsdiff.Merge(base.Tree, from.Tree, target, fsdiff.Options{Include: o.Paths}, o.Strategy)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", err, errdefs.ErrInvalidArgument)
+	}
+	res := &ApplyResult{ID: id, From: o.From, Base: o.Base, Applied: plan.Take, Conflicts: plan.Conflicts,
+		Unchanged: plan.Same, DryRun: o.DryRun}
+	if res.Applied == nil {
+		res.Applied = []fsdiff.Change{}
+	}
+	if res.Conflicts == nil {
+		res.Conflicts = []fsdiff.Conflict{}
+	}
+	if o.DryRun || len(plan.Take) == 0 {
+		return res, nil
+	}
+	return res, m.sendChanges(ctx, id, op.e.rec.EnvdAccessToken, plan.Take)
+}
+
+// agentApplyAnswer is the agent's answer to a change set.
+type agentApplyAnswer struct {
+	Applied int    `json:"applied"`
+	Message string `json:"message"`
+}
+
+// sendChanges streams changes to sandbox id's agent, which applies them
+// all or none.
+func (m *Manager) sendChanges(ctx context.Context, id, token string, changes []fsdiff.Change) error {
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := fsdiff.WriteChanges(pw, changes)
+		pw.CloseWithError(err)
+	}()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	resp, err := m.agentRequest(ctx, http.MethodPost, id, agentApplyPath, token, pr)
+	pr.Close()
+	if err != nil {
+		return fmt.Errorf("send changes to %s: %w", id, err)
+	}
+	defer resp.Body.Close()
+	var ans agentApplyAnswer
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	json.Unmarshal(b, &ans)
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		return nil
+	case resp.StatusCode == http.StatusConflict:
+		return fmt.Errorf("nothing applied: %s: %w", ans.Message, errdefs.ErrConflict)
+	case resp.StatusCode == http.StatusNotFound && ans.Message == "":
+		return fmt.Errorf("the agent of %s cannot apply changes (an older agent): %w", id, errdefs.ErrUnavailable)
+	default:
+		msg := ans.Message
+		if msg == "" {
+			msg = strings.TrimSpace(string(b))
+		}
+		return fmt.Errorf("nothing applied: agent answered %s: %s", resp.Status, msg)
+	}
+}
