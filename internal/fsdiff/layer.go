@@ -26,6 +26,34 @@ type Layer struct {
 	whiteouts map[string]bool
 	opaque    map[string]bool
 	f         *os.File
+	// links are hard links read before their targets may be.
+	links []link
+}
+
+// link is a hard link entry: p names target's inode.
+type link struct {
+	p, target string
+	e         *Entry
+}
+
+// resolveLinks gives hard links their targets' contents. gVisor's tar
+// names entries by inode, in no order, and every whiteout of an overlay
+// shares one inode: a link to a whiteout is a whiteout.
+func (l *Layer) resolveLinks() error {
+	for _, k := range l.links {
+		if l.whiteouts[k.target] {
+			l.whiteouts[k.p] = true
+			continue
+		}
+		orig := l.entries[k.target]
+		if orig == nil || orig.Type != TypeFile {
+			return fmt.Errorf("hard link %q to unknown %q", k.p, k.target)
+		}
+		k.e.Type, k.e.Size, k.e.src = TypeFile, orig.Size, orig.src
+		l.entries[k.p] = k.e
+	}
+	l.links = nil
+	return nil
 }
 
 // EmptyLayer is the layer of a tree that is its lower alone (a template).
@@ -80,7 +108,7 @@ func (l *Layer) read() error {
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			return l.resolveLinks()
 		}
 		if err != nil {
 			return err
@@ -127,11 +155,11 @@ func (l *Layer) add(p string, hdr *tar.Header, off int64) error {
 		e.Type, e.Size, e.src = TypeFile, hdr.Size, tarSource{l.f, off, hdr.Size}
 	case tar.TypeLink:
 		target, ok := cleanTarName(hdr.Linkname)
-		orig := l.entries[target]
-		if !ok || orig == nil || orig.Type != TypeFile {
-			return fmt.Errorf("hard link %q to unknown %q", hdr.Name, hdr.Linkname)
+		if !ok {
+			return fmt.Errorf("hard link %q escapes the root", hdr.Name)
 		}
-		e.Type, e.Size, e.src = TypeFile, orig.Size, orig.src
+		l.links = append(l.links, link{p, target, e})
+		return nil
 	case tar.TypeSymlink:
 		e.Type, e.Link = TypeSymlink, hdr.Linkname
 	case tar.TypeFifo:

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/fsdiff"
@@ -68,17 +69,9 @@ func (m *Manager) openTree(ctx context.Context, id string) (*openedTree, error) 
 // openSandboxTree opens a live sandbox's files: a running one's upper
 // layer written now, a paused one's from its image.
 func (m *Manager) openSandboxTree(ctx context.Context, rec *store.Sandbox) (*openedTree, error) {
-	m.mu.Lock()
-	e, ok := m.boxes[rec.ID]
-	var state State
-	var imageDir string
-	if ok {
-		state, imageDir = e.state, e.rec.ImageDir
-		rec = &store.Sandbox{ID: e.rec.ID, RootFS: e.rec.RootFS, Content: e.rec.Content}
-	}
-	m.mu.Unlock()
-	if !ok {
-		return nil, fmt.Errorf("sandbox %s is killed: its files are gone: %w", rec.ID, errdefs.ErrNotFound)
+	state, imageDir, rec, err := m.settledState(ctx, rec.ID)
+	if err != nil {
+		return nil, err
 	}
 	lower, err := m.lowerOf(ctx, rec)
 	if err != nil {
@@ -98,6 +91,31 @@ func (m *Manager) openSandboxTree(ctx context.Context, rec *store.Sandbox) (*ope
 	}
 	return &openedTree{Tree: fsdiff.Tree{Upper: layer, Lower: lower}, kind: "sandbox",
 		running: state == StateRunning, close: func() { layer.Close() }}, nil
+}
+
+// settledState waits out an operation in progress on sandbox id (a
+// pause, a snapshot) and returns its state, pause image and record.
+func (m *Manager) settledState(ctx context.Context, id string) (State, string, *store.Sandbox, error) {
+	for {
+		m.mu.Lock()
+		e, ok := m.boxes[id]
+		var state State
+		var imageDir string
+		var rec store.Sandbox
+		if ok {
+			state, imageDir, rec = e.state, e.rec.ImageDir, e.rec
+		}
+		m.mu.Unlock()
+		if !ok {
+			return "", "", nil, fmt.Errorf("sandbox %s is killed: its files are gone: %w", id, errdefs.ErrNotFound)
+		}
+		if !slices.Contains(busy, state) {
+			return state, imageDir, &rec, nil
+		}
+		if err := m.waitIdle(ctx, id); err != nil {
+			return "", "", nil, err
+		}
+	}
 }
 
 func (m *Manager) lowerOf(ctx context.Context, rec *store.Sandbox) (*fsdiff.Lower, error) {

@@ -40,6 +40,9 @@ func (s *Server) routes() *http.ServeMux {
 		{"POST /sandboxes/{id}/clone", s.clone},
 		{"POST /sandboxes/{id}/rollback", s.rollback},
 		{"GET /sandboxes/{id}/lineage", s.lineage},
+		{"GET /sandboxes/{id}/diff", s.diff},    // diff.go
+		{"GET /snapshots/{id}/diff", s.diff},    // diff.go
+		{"POST /sandboxes/{id}/apply", s.apply}, // diff.go
 
 		// Egress rules (network.go).
 		{"PUT /sandboxes/{id}/network", s.updateNetwork},

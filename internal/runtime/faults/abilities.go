@@ -14,9 +14,9 @@ import (
 // that behaves unlike the real one. A backend without an ability answers
 // ErrUnavailable.
 var (
-	_ runtime.Waiter          = (*Runtime)(nil)
-	_ runtime.FilesystemSaver = (*Runtime)(nil)
-	_ runtime.NetworkPolicer  = (*Runtime)(nil)
+	_ runtime.Waiter           = (*Runtime)(nil)
+	_ runtime.FilesystemSaver  = (*Runtime)(nil)
+	_ runtime.NetworkPolicer   = (*Runtime)(nil)
 	_ runtime.UpperLayerWriter = (*Runtime)(nil)
 )
 
