@@ -11,6 +11,14 @@ import (
 	"github.com/forkbox/forkbox/internal/sandbox"
 )
 
+// diffRoutes mounts diff and apply: a diff of a sandbox or snapshot
+// (either route takes either id), an apply into a running sandbox.
+func (s *Server) diffRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /sandboxes/{id}/diff", s.diff)
+	mux.HandleFunc("GET /snapshots/{id}/diff", s.diff)
+	mux.HandleFunc("POST /sandboxes/{id}/apply", s.apply)
+}
+
 // diffOptions reads a diff's query: against, path and exclude (repeated
 // globs), limit, cursor, defaults=false (no default excludes).
 func diffOptions(r *http.Request) (sandbox.DiffOptions, error) {

@@ -40,9 +40,6 @@ func (s *Server) routes() *http.ServeMux {
 		{"POST /sandboxes/{id}/clone", s.clone},
 		{"POST /sandboxes/{id}/rollback", s.rollback},
 		{"GET /sandboxes/{id}/lineage", s.lineage},
-		{"GET /sandboxes/{id}/diff", s.diff},    // diff.go
-		{"GET /snapshots/{id}/diff", s.diff},    // diff.go
-		{"POST /sandboxes/{id}/apply", s.apply}, // diff.go
 
 		// Egress rules (network.go).
 		{"PUT /sandboxes/{id}/network", s.updateNetwork},
@@ -63,6 +60,7 @@ func (s *Server) routes() *http.ServeMux {
 		mux.HandleFunc(rt.pattern, rt.h)
 	}
 	s.templateRoutes(mux) // templates.go
+	s.diffRoutes(mux)     // diff.go: diff and apply
 	return mux
 }
 

@@ -8,20 +8,27 @@ import (
 	"strings"
 )
 
-// writeFilesTar writes files (absolute path → content) as an upper-layer
-// tar: "./", then each directory and file under "./".
+// writeFilesTar writes files (absolute path → content; a path ending in
+// "/" is a directory) as an upper-layer tar: "./", then each directory
+// and file under "./".
 func writeFilesTar(w io.Writer, files map[string]string) error {
 	tw := tar.NewWriter(w)
 	dirs := map[string]bool{}
 	var names []string
 	for p := range files {
+		if strings.HasSuffix(p, "/") { // a directory (clienttest's agent)
+			dirs[path.Clean("/"+p)] = true
+			continue
+		}
 		names = append(names, p)
 		for d := path.Dir(path.Clean("/" + p)); d != "/"; d = path.Dir(d) {
 			dirs[d] = true
 		}
 	}
 	for d := range dirs {
-		names = append(names, d+"/")
+		if d != "/" {
+			names = append(names, d+"/")
+		}
 	}
 	sort.Strings(names)
 	if err := tw.WriteHeader(&tar.Header{Name: "./", Typeflag: tar.TypeDir, Mode: 0o755}); err != nil {
