@@ -76,11 +76,42 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// matches reports whether p or one of its directories matches a glob.
-func matches(globs []string, p string) bool {
+// matcher matches paths against globs: a path matches when it or one of
+// its directories does. Globs without wildcards are prefix tests.
+type matcher struct {
+	exact []string
+	globs []string
+}
+
+func newMatcher(globs ...[]string) matcher {
+	var m matcher
+	for _, list := range globs {
+		for _, g := range list {
+			g = path.Clean(g)
+			if strings.ContainsAny(g, `*?[\`) {
+				m.globs = append(m.globs, g)
+			} else {
+				m.exact = append(m.exact, g)
+			}
+		}
+	}
+	return m
+}
+
+func (m matcher) empty() bool { return len(m.exact)+len(m.globs) == 0 }
+
+func (m matcher) match(p string) bool {
+	for _, g := range m.exact {
+		if g == "/" || p == g || strings.HasPrefix(p, g) && p[len(g)] == '/' {
+			return true
+		}
+	}
+	if len(m.globs) == 0 {
+		return false
+	}
 	for q := p; ; q = path.Dir(q) {
-		for _, g := range globs {
-			if ok, _ := path.Match(path.Clean(g), q); ok {
+		for _, g := range m.globs {
+			if ok, _ := path.Match(g, q); ok {
 				return true
 			}
 		}
@@ -90,14 +121,22 @@ func matches(globs []string, p string) bool {
 	}
 }
 
-func (o Options) keep(p string) bool {
-	if len(o.Include) > 0 && !matches(o.Include, p) {
+// filter is Options' path selection, compiled.
+type filter struct{ include, exclude matcher }
+
+func (o Options) filter() filter {
+	f := filter{include: newMatcher(o.Include), exclude: newMatcher(o.Exclude)}
+	if !o.NoDefaults {
+		f.exclude = newMatcher(o.Exclude, DefaultExcludes)
+	}
+	return f
+}
+
+func (f filter) keep(p string) bool {
+	if !f.include.empty() && !f.include.match(p) {
 		return false
 	}
-	if !o.NoDefaults && matches(DefaultExcludes, p) {
-		return false
-	}
-	return !matches(o.Exclude, p)
+	return !f.exclude.match(p)
 }
 
 // Diff lists how tree b differs from tree a, one page at a time: only
@@ -119,22 +158,26 @@ func Diff(a, b Tree, o Options) (Page, error) {
 		i++
 	}
 	var page Page
+	keep := o.filter()
 	for ; i < len(paths); i++ {
 		p := paths[i]
-		if !o.keep(p) {
+		if !keep.keep(p) {
 			continue
-		}
-		if len(page.Changes) == limit {
-			page.Next = page.Changes[limit-1].Path
-			break
 		}
 		c, err := Compare(a, b, p)
 		if err != nil {
 			return Page{}, fmt.Errorf("compare %s: %w", p, err)
 		}
-		if c != nil {
-			page.Changes = append(page.Changes, *c)
+		if c == nil {
+			continue
 		}
+		// A page ends at the first change past the limit, so the last
+		// page says so instead of sending the client to an empty one.
+		if len(page.Changes) == limit {
+			page.Next = page.Changes[limit-1].Path
+			break
+		}
+		page.Changes = append(page.Changes, *c)
 	}
 	return page, nil
 }

@@ -20,6 +20,11 @@ type hdr struct {
 // writeLayer writes a tar like `runsc tar rootfs-upper` to a file.
 func writeLayer(t *testing.T, hs ...hdr) string {
 	t.Helper()
+	return writeLayerB(t, hs...)
+}
+
+func writeLayerB(t testing.TB, hs ...hdr) string {
+	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	all := append([]hdr{{name: "./", typ: tar.TypeDir, mode: 0o755}}, hs...)
@@ -49,7 +54,7 @@ func dir(name string) hdr        { return hdr{name: name, typ: tar.TypeDir, mode
 func whiteout(name string) hdr   { return hdr{name: name, typ: tar.TypeChar} }
 
 // lowerTree makes a host lower tree: /etc/{a,b}, /srv/old/{x,y}, /bin -> usr/bin.
-func lowerTree(t *testing.T) *Lower {
+func lowerTree(t testing.TB) *Lower {
 	t.Helper()
 	d := t.TempDir()
 	for p, body := range map[string]string{"etc/a": "alpha\n", "etc/b": "beta\n", "srv/old/x": "x", "srv/old/y": "y", "usr/bin/sh": "\x7fELF\x00"} {

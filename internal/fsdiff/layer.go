@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 )
 
 const (
@@ -88,22 +89,8 @@ func (l *Layer) Close() error {
 // Len is the number of paths the layer says something about.
 func (l *Layer) Len() int { return len(l.entries) + len(l.whiteouts) }
 
-// countingReader tracks the offset archive/tar has read to: it reads
-// whole blocks without buffering ahead, so after Next the offset is where
-// the entry's data starts.
-type countingReader struct {
-	r   io.Reader
-	off int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.off += int64(n)
-	return n, err
-}
-
 func (l *Layer) read() error {
-	cr := &countingReader{r: l.f}
+	cr := newTarFile(l.f)
 	tr := tar.NewReader(cr)
 	for {
 		hdr, err := tr.Next()
@@ -210,6 +197,10 @@ func (s tarSource) open() (readCloser, error) {
 	return io.NopCloser(io.NewSectionReader(s.f, s.off, s.len)), nil
 }
 
+// copyBufs are hashing buffers: a diff hashes thousands of small files,
+// and io.Copy's own 32 KiB buffer each time dominated its cost.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
 // hash returns (and keeps) the entry's content hash.
 func (e *Entry) hash() (string, error) {
 	if e.SHA256 != "" || e.Type != TypeFile {
@@ -221,7 +212,10 @@ func (e *Entry) hash() (string, error) {
 	}
 	defer r.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, r); err != nil {
+	buf := copyBufs.Get().(*[]byte)
+	_, err = io.CopyBuffer(h, struct{ io.Reader }{r}, *buf)
+	copyBufs.Put(buf)
+	if err != nil {
 		return "", err
 	}
 	e.SHA256 = hex.EncodeToString(h.Sum(nil))
