@@ -17,6 +17,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/forkbox/forkbox/bench/benchd"
@@ -73,11 +75,12 @@ func (t times) String() string {
 }
 
 func run(ctx context.Context, c config) error {
-	d, err := benchd.Start(ctx, c.daemon.Named("diff"))
+	d, err := benchd.Start(ctx, c.daemon.Named("diff", "--log-level=debug"))
 	if err != nil {
 		return err
 	}
 	defer d.Stop()
+	defer phases(d.LogPath)
 	cl := client.New(d.URL, d.Key)
 	parent, b, err := prepare(ctx, cl)
 	if err != nil {
@@ -113,6 +116,20 @@ func prepare(ctx context.Context, cl *client.Client) (string, string, error) {
 		return "", "", err
 	}
 	return p.SnapshotID, b.SandboxID, nil
+}
+
+// phases copies the daemon's timings of each diff's and apply's parts
+// to stderr: where the time goes.
+func phases(logPath string) {
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		return
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "msg=diff") || strings.Contains(l, "apply phases") || strings.Contains(l, "upper layer written") {
+			fmt.Fprintln(os.Stderr, l)
+		}
+	}
 }
 
 func sh(ctx context.Context, conn *client.SandboxConn, script string) error {

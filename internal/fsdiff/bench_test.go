@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -51,6 +52,6 @@ func BenchmarkDiffUppers(b *testing.B) {
 
 func (l *Layer) resetHashes() {
 	for _, e := range l.entries {
-		e.SHA256 = ""
+		e.SHA256, e.hashOnce = "", sync.Once{}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Type is the kind of a filesystem entry.
@@ -51,6 +52,9 @@ type Entry struct {
 
 	// src reads the content of a regular file.
 	src source
+	// hashOnce guards SHA256's computation (hash).
+	hashOnce sync.Once
+	hashErr  error
 }
 
 // source opens an entry's content.

@@ -201,14 +201,23 @@ func (s tarSource) open() (readCloser, error) {
 // and io.Copy's own 32 KiB buffer each time dominated its cost.
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
-// hash returns (and keeps) the entry's content hash.
+// hash returns (and keeps) the entry's content hash. Layers of snapshots
+// are shared by concurrent diffs, so the hash is computed once.
 func (e *Entry) hash() (string, error) {
-	if e.SHA256 != "" || e.Type != TypeFile {
-		return e.SHA256, nil
+	if e.Type != TypeFile {
+		return "", nil
+	}
+	e.hashOnce.Do(func() { e.hashErr = e.computeHash() })
+	return e.SHA256, e.hashErr
+}
+
+func (e *Entry) computeHash() error {
+	if e.SHA256 != "" {
+		return nil
 	}
 	r, err := e.Open()
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer r.Close()
 	h := sha256.New()
@@ -216,10 +225,10 @@ func (e *Entry) hash() (string, error) {
 	_, err = io.CopyBuffer(h, struct{ io.Reader }{r}, *buf)
 	copyBufs.Put(buf)
 	if err != nil {
-		return "", err
+		return err
 	}
 	e.SHA256 = hex.EncodeToString(h.Sum(nil))
-	return e.SHA256, nil
+	return nil
 }
 
 // Open reads a regular file's content.

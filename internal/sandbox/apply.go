@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/fsdiff"
 )
@@ -112,32 +114,21 @@ func checkApply(id string, o ApplyOptions) error {
 
 // applyClaimed plans and writes the apply into claimed sandbox op.
 func (m *Manager) applyClaimed(ctx context.Context, op *op, o ApplyOptions) (*ApplyResult, error) {
-	id := op.id()
-	from, err := m.openTree(ctx, o.From)
+	start := m.now()
+	from, base, target, err := m.openApplyTrees(ctx, op, o)
 	if err != nil {
 		return nil, err
 	}
 	defer from.Close()
-	base, err := m.openTree(ctx, o.Base)
-	if err != nil {
-		return nil, err
-	}
 	defer base.Close()
-	layer, err := m.liveLayer(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	defer layer.Close()
-	lower, err := m.lowerOf(ctx, &op.e.rec)
-	if err != nil {
-		return nil, err
-	}
-	target := fsdiff.Tree{Upper: layer, Lower: lower}
-	plan, err := fsdiff.Merge(base.Tree, from.Tree, target, fsdiff.Options{Include: o.Paths}, o.Strategy)
+	defer target.Close()
+	read := m.now()
+	plan, err := fsdiff.Merge(base.Tree, from.Tree, target.Tree, fsdiff.Options{Include: o.Paths}, o.Strategy)
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", err, errdefs.ErrInvalidArgument)
 	}
-	res := &ApplyResult{ID: id, From: o.From, Base: o.Base, Applied: plan.Take, Conflicts: plan.Conflicts,
+	planned := m.now()
+	res := &ApplyResult{ID: op.id(), From: o.From, Base: o.Base, Applied: plan.Take, Conflicts: plan.Conflicts,
 		Unchanged: plan.Same, DryRun: o.DryRun}
 	if res.Applied == nil {
 		res.Applied = []fsdiff.Change{}
@@ -145,10 +136,40 @@ func (m *Manager) applyClaimed(ctx context.Context, op *op, o ApplyOptions) (*Ap
 	if res.Conflicts == nil {
 		res.Conflicts = []fsdiff.Conflict{}
 	}
-	if o.DryRun || len(plan.Take) == 0 {
-		return res, nil
+	if !o.DryRun && len(plan.Take) > 0 {
+		err = m.sendChanges(ctx, op.id(), op.e.rec.EnvdAccessToken, plan.Take)
 	}
-	return res, m.sendChanges(ctx, id, op.e.rec.EnvdAccessToken, plan.Take)
+	m.log.Debug("apply phases", "sandbox", op.id(), "read", read.Sub(start), "plan", planned.Sub(read), "write", m.now().Sub(planned))
+	return res, err
+}
+
+// openApplyTrees opens from's, base's and the target's trees at once
+// (each may be a running sandbox's upper layer to write).
+func (m *Manager) openApplyTrees(ctx context.Context, op *op, o ApplyOptions) (from, base, target *openedTree, err error) {
+	var g errgroup.Group
+	g.Go(func() (err error) { from, err = m.openTree(ctx, o.From); return err })
+	g.Go(func() (err error) { base, err = m.openTree(ctx, o.Base); return err })
+	g.Go(func() error {
+		layer, err := m.liveLayer(ctx, op.id())
+		if err != nil {
+			return err
+		}
+		lower, err := m.lowerOf(ctx, &op.e.rec)
+		if err != nil {
+			layer.Close()
+			return err
+		}
+		target = &openedTree{Tree: fsdiff.Tree{Upper: layer, Lower: lower}, kind: "sandbox", running: true,
+			close: func() { layer.Close() }}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		from.Close()
+		base.Close()
+		target.Close()
+		return nil, nil, nil, err
+	}
+	return from, base, target, nil
 }
 
 // agentApplyAnswer is the agent's answer to a change set.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/fsdiff"
 )
@@ -80,23 +82,24 @@ func (m *Manager) withDiff(ctx context.Context, id string, o DiffOptions, fn fun
 		}
 	}
 	start := m.now()
-	b, err := m.openTree(ctx, id)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	a, err := m.openTree(ctx, against)
-	if err != nil {
-		return err
-	}
+	var a, b *openedTree
+	var g errgroup.Group
+	g.Go(func() (err error) { b, err = m.openTree(ctx, id); return err })
+	g.Go(func() (err error) { a, err = m.openTree(ctx, against); return err })
+	err := g.Wait()
 	defer a.Close()
+	defer b.Close()
+	if err != nil {
+		return err
+	}
+	read := m.now()
 	if err := fn(a, b, against); err != nil {
 		if errdefs.IsNotFound(err) || errdefs.IsConflict(err) {
 			return err
 		}
 		return fmt.Errorf("diff %s against %s: %w", id, against, err)
 	}
-	m.log.Debug("diff", "id", id, "against", against, "took", m.now().Sub(start))
+	m.log.Debug("diff", "id", id, "against", against, "read", read.Sub(start), "took", m.now().Sub(start))
 	return nil
 }
 

@@ -57,13 +57,15 @@ func (m *Manager) openTree(ctx context.Context, id string) (*openedTree, error) 
 	if err != nil {
 		return nil, err
 	}
-	layer, err := openImageLayer(dir, "snapshot "+tpl.ID)
+	layer, release, err := m.layers.get(tpl.ID, func() (*fsdiff.Layer, error) {
+		return openImageLayer(dir, "snapshot "+tpl.ID)
+	})
 	if err != nil {
 		unpin()
 		return nil, err
 	}
 	return &openedTree{Tree: fsdiff.Tree{Upper: layer, Lower: lower}, kind: "snapshot",
-		close: func() { layer.Close(); unpin() }}, nil
+		close: func() { release(); unpin() }}, nil
 }
 
 // openSandboxTree opens a live sandbox's files: a running one's upper
