@@ -126,7 +126,7 @@ func phases(logPath string) {
 		return
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.Contains(l, "msg=diff") || strings.Contains(l, "apply phases") || strings.Contains(l, "upper layer written") {
+		if strings.Contains(l, "msg=diff") || strings.Contains(l, "apply phases") || strings.Contains(l, "upper layer written") || strings.Contains(l, "agent applied") {
 			fmt.Fprintln(os.Stderr, l)
 		}
 	}

@@ -176,6 +176,10 @@ func (m *Manager) openApplyTrees(ctx context.Context, op *op, o ApplyOptions) (f
 type agentApplyAnswer struct {
 	Applied int    `json:"applied"`
 	Message string `json:"message"`
+	// How long the agent staged, moved into place and cleaned up.
+	StageMs  int64 `json:"stageMs"`
+	CommitMs int64 `json:"commitMs"`
+	CleanMs  int64 `json:"cleanMs"`
 }
 
 // sendChanges streams changes to sandbox id's agent, which applies them
@@ -199,6 +203,8 @@ func (m *Manager) sendChanges(ctx context.Context, id, token string, changes []f
 	json.Unmarshal(b, &ans)
 	switch {
 	case resp.StatusCode == http.StatusOK:
+		m.log.Debug("agent applied", "sandbox", id, "changes", ans.Applied,
+			"stage_ms", ans.StageMs, "commit_ms", ans.CommitMs, "clean_ms", ans.CleanMs)
 		return nil
 	case resp.StatusCode == http.StatusConflict:
 		return fmt.Errorf("nothing applied: %s: %w", ans.Message, errdefs.ErrConflict)

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/pkg/xattr"
 
@@ -54,7 +55,9 @@ type applyRun struct {
 
 func (a *Agent) handleApply(w http.ResponseWriter, r *http.Request) {
 	root := a.applyRoot
+	start := time.Now()
 	run, err := stageChanges(root, r.Body)
+	staged := time.Now()
 	if run != nil {
 		defer os.RemoveAll(run.stage)
 	}
@@ -70,9 +73,12 @@ func (a *Agent) handleApply(w http.ResponseWriter, r *http.Request) {
 		writeApplyError(w, http.StatusConflict, err)
 		return
 	}
+	committed := time.Now()
 	run.dropBackups()
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{"applied": len(run.changes)})
+	json.NewEncoder(w).Encode(map[string]any{"applied": len(run.changes),
+		"stageMs": staged.Sub(start).Milliseconds(), "commitMs": committed.Sub(staged).Milliseconds(),
+		"cleanMs": time.Since(committed).Milliseconds()})
 }
 
 func writeApplyError(w http.ResponseWriter, code int, err error) {
