@@ -54,14 +54,15 @@ func (run *applyRun) dropBackups() {
 // moveAside renames p (if it exists) to a backup beside it, on the same
 // file system, and reports whether there was anything.
 func (run *applyRun) moveAside(p string) (bool, error) {
-	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	} else if err != nil {
-		return false, err
-	}
 	run.n++
 	bak := filepath.Join(filepath.Dir(p), fmt.Sprintf(".forkbox-bak-%s-%d", run.token, run.n))
-	if err := os.Rename(p, bak); err != nil {
+	// No Lstat first: a rename of nothing says so, and each call costs.
+	if err := os.Rename(p, bak); errors.Is(err, fs.ErrNotExist) {
+		if _, derr := os.Lstat(filepath.Dir(p)); derr != nil {
+			return false, derr // the directory is missing: say which
+		}
+		return false, nil
+	} else if err != nil {
 		return false, err
 	}
 	run.backups = append(run.backups, bak)
