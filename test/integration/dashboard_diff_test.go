@@ -55,7 +55,7 @@ func TestDashboardDiffInBrowser(t *testing.T) {
 
 	// Shift-click the source, then the fork: the fork against the source.
 	shift := func(id string) chromedp.Action[bool] {
-		return chromedp.Evaluate[bool](`document.querySelector('#lineage g.node[data-id="`+id+`"]').dispatchEvent(
+		return chromedp.Evaluate[bool](`document.querySelector('#lineage g.node[data-id="` + id + `"]').dispatchEvent(
 			new MouseEvent("click", {bubbles: true, cancelable: true, shiftKey: true}))`)
 	}
 	for _, id := range []string{src.SandboxID, child.SandboxID} {
