@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -187,7 +188,13 @@ type agentApplyAnswer struct {
 func (m *Manager) sendChanges(ctx context.Context, id, token string, changes []fsdiff.Change) error {
 	pr, pw := io.Pipe()
 	go func() {
-		_, err := fsdiff.WriteChanges(pw, changes)
+		// Buffered: the change set is mostly small headers and files, and
+		// each write through the pipe is a hand-over to the HTTP client.
+		bw := bufio.NewWriterSize(pw, 256<<10)
+		_, err := fsdiff.WriteChanges(bw, changes)
+		if err == nil {
+			err = bw.Flush()
+		}
 		pw.CloseWithError(err)
 	}()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"archive/tar"
+	"bufio"
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/pkg/xattr"
+	"golang.org/x/sys/unix"
 
 	"github.com/forkbox/forkbox/internal/fsdiff"
 )
@@ -96,29 +99,47 @@ func stageChanges(root string, body io.Reader) (*applyRun, error) {
 	if err := os.Mkdir(run.stage, 0o700); err != nil {
 		return nil, err
 	}
-	tr := tar.NewReader(body)
+	w := newStagers()
+	err := run.read(tar.NewReader(bufio.NewReaderSize(body, 256<<10)), w)
+	if werr := w.wait(); err == nil {
+		err = werr
+	}
+	return run, err
+}
+
+// read stages each entry of the change set, small files through w.
+func (run *applyRun) read(tr *tar.Reader, w *stagers) error {
 	for i := 0; ; i++ {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return run, nil
+			return nil
 		}
 		if err != nil {
-			return run, err
+			return err
 		}
 		p, ok := fsdiff.CleanPath(hdr.Name)
 		if !ok || p == "/" {
-			return run, fmt.Errorf("path %q is outside the root", hdr.Name)
+			return fmt.Errorf("path %q is outside the root", hdr.Name)
 		}
-		c := stagedChange{path: filepath.Join(root, p), hdr: hdr}
+		c := stagedChange{path: filepath.Join(run.root, p), hdr: hdr}
 		switch {
 		case fsdiff.IsWhiteout(hdr):
 			c.kind = applyDelete
 		case hdr.Typeflag == tar.TypeDir:
 			c.kind = applyDir
+		case hdr.Typeflag == tar.TypeReg && hdr.Size <= maxQueuedFile:
+			c.kind, c.staged = applyPut, filepath.Join(run.stage, fmt.Sprint(i))
+			data := make([]byte, hdr.Size)
+			if _, err := io.ReadFull(tr, data); err != nil {
+				return fmt.Errorf("%s: %w", p, err)
+			}
+			if err := w.add(p, c.staged, hdr, data); err != nil {
+				return err
+			}
 		default:
 			c.kind, c.staged = applyPut, filepath.Join(run.stage, fmt.Sprint(i))
 			if err := stageEntry(c.staged, hdr, tr); err != nil {
-				return run, fmt.Errorf("%s: %w", p, err)
+				return fmt.Errorf("%s: %w", p, err)
 			}
 		}
 		run.changes = append(run.changes, c)
@@ -144,30 +165,66 @@ func stageEntry(file string, hdr *tar.Header, r io.Reader) error {
 	return setMeta(file, hdr)
 }
 
-// stageFile writes a regular file and its metadata through one open file
-// (a path walk per call costs in gVisor, and a new file has no xattrs to
-// clear).
+// stageFile writes a regular file and its metadata through one file
+// descriptor with plain system calls: each call costs in gVisor, and an
+// os.File adds its poller's (a new file has no xattrs to clear either).
 func stageFile(file string, hdr *tar.Header, r io.Reader) error {
-	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	fd, err := unix.Open(file, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return err
+		return &os.PathError{Op: "create", Path: file, Err: err}
 	}
-	_, err = io.Copy(f, r)
+	err = writeAll(fd, r)
 	if err == nil && (hdr.Uid != os.Getuid() || hdr.Gid != os.Getgid()) {
-		err = f.Chown(hdr.Uid, hdr.Gid)
+		err = unix.Fchown(fd, hdr.Uid, hdr.Gid)
 	}
 	if err == nil {
-		err = f.Chmod(tarMode(hdr.Mode))
+		err = unix.Fchmod(fd, uint32(hdr.Mode&0o7777))
 	}
 	for k, v := range fsdiff.XattrsOf(hdr) {
 		if err == nil {
-			err = xattr.FSet(f, k, []byte(v))
+			err = unix.Fsetxattr(fd, k, []byte(v), 0)
 		}
 	}
-	if cerr := f.Close(); err == nil {
+	if cerr := unix.Close(fd); err == nil {
 		err = cerr
 	}
-	return err
+	if err != nil {
+		return &os.PathError{Op: "stage", Path: file, Err: err}
+	}
+	return nil
+}
+
+// writeAll copies r to fd: a whole small file in one write.
+func writeAll(fd int, r io.Reader) error {
+	if br, ok := r.(*bytes.Reader); ok && br.Len() <= maxQueuedFile {
+		b := make([]byte, br.Len())
+		br.Read(b)
+		return writeFull(fd, b)
+	}
+	buf := make([]byte, 256<<10)
+	for {
+		n, err := r.Read(buf)
+		if werr := writeFull(fd, buf[:n]); werr != nil {
+			return werr
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func writeFull(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.Write(fd, b)
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
 }
 
 // setMeta gives file hdr's owner, mode and exactly its user.* xattrs

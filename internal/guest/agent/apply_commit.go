@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/pkg/xattr"
+	"golang.org/x/sys/unix"
 )
 
 // commit moves every staged change into place, logging how to undo it.
@@ -110,8 +111,33 @@ func dirMeta(p string, fi fs.FileInfo) (*tar.Header, error) {
 	return hdr, nil
 }
 
-// put moves c's staged entry into place, what was there aside.
+// put moves c's staged entry into place in one call where it can: a
+// rename that refuses to replace (nothing was there: undo removes it), or
+// else an exchange (what was there lands in the staging directory, which
+// goes at the end: undo exchanges back).
 func (run *applyRun) put(c *stagedChange) error {
+	err := unix.Renameat2(unix.AT_FDCWD, c.staged, unix.AT_FDCWD, c.path, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EEXIST) {
+		err = unix.Renameat2(unix.AT_FDCWD, c.staged, unix.AT_FDCWD, c.path, unix.RENAME_EXCHANGE)
+		if err == nil {
+			run.undo = append(run.undo, func() error {
+				return unix.Renameat2(unix.AT_FDCWD, c.staged, unix.AT_FDCWD, c.path, unix.RENAME_EXCHANGE)
+			})
+			return nil
+		}
+	} else if err == nil {
+		run.undo = append(run.undo, func() error { return os.Remove(c.path) })
+		return nil
+	}
+	if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.EXDEV) && !errors.Is(err, unix.ENOSYS) {
+		return &os.PathError{Op: "rename", Path: c.path, Err: err}
+	}
+	return run.putAside(c)
+}
+
+// putAside is put where renameat2 cannot: what was there moved aside,
+// the staged entry renamed (or, across file systems, copied) in.
+func (run *applyRun) putAside(c *stagedChange) error {
 	if _, err := run.moveAside(c.path); err != nil {
 		return err
 	}
