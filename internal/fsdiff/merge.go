@@ -2,6 +2,7 @@ package fsdiff
 
 import (
 	"fmt"
+	"strings"
 )
 
 // Merge strategies for paths both sides changed differently.
@@ -33,6 +34,8 @@ type Plan struct {
 	Conflicts []Conflict
 	// Same counts paths target already has as from has them.
 	Same int
+	// left are the conflicts left as they are, in path order.
+	left []string
 }
 
 // MaxMergeChanges bounds the changes one merge holds at once: a bigger
@@ -76,6 +79,12 @@ func (p *Plan) add(target Tree, c Change, strategy string) error {
 	if err != nil {
 		return err
 	}
+	// Below a conflict left as it is, nothing can be taken either: the
+	// directory it would go into is the target's, not from's.
+	if p.underLeftConflict(c.Path) {
+		p.Conflicts = append(p.Conflicts, Conflict{Path: c.Path, Base: c.Old, Theirs: c.New, Ours: te, Resolved: strategy})
+		return nil
+	}
 	if same, err := Equal(te, c.New); err != nil || same {
 		p.Same++
 		return err
@@ -94,6 +103,20 @@ func (p *Plan) add(target Tree, c Change, strategy string) error {
 	if strategy == StrategyTheirs {
 		c.Old = te
 		p.Take = append(p.Take, c)
+	} else {
+		p.left = append(p.left, c.Path)
 	}
 	return nil
+}
+
+// underLeftConflict reports whether a conflict left as it is holds path.
+// Changes come in path order, so the conflicts holding path are the last
+// ones left.
+func (p *Plan) underLeftConflict(path string) bool {
+	for i := len(p.left) - 1; i >= 0; i-- {
+		if l := p.left[i]; strings.HasPrefix(path, l) && len(path) > len(l) && path[len(l)] == '/' {
+			return true
+		}
+	}
+	return false
 }

@@ -47,6 +47,26 @@ func TestMerge(t *testing.T) {
 	}
 }
 
+// TestMergeBelowConflict: what from adds inside a directory the target
+// made a file is a conflict too, not a write that would fail.
+func TestMergeBelowConflict(t *testing.T) {
+	lw := lowerTree(t)
+	base := Tree{Upper: EmptyLayer(), Lower: lw}
+	from := tree(t, lw, dir("./d/"), file("./d/f", "x"), file("./z", "z"))
+	target := tree(t, lw, file("./d", "a file"))
+	plan, err := Merge(base, from, target, Options{}, StrategyNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Take) != 1 || plan.Take[0].Path != "/z" || len(plan.Conflicts) != 2 || plan.Conflicts[1].Path != "/d/f" {
+		t.Errorf("take %+v conflicts %+v", plan.Take, plan.Conflicts)
+	}
+	plan, err = Merge(base, from, target, Options{}, StrategyTheirs)
+	if err != nil || len(plan.Take) != 3 {
+		t.Errorf("theirs: take %d, %v", len(plan.Take), err)
+	}
+}
+
 func TestWriteChanges(t *testing.T) {
 	lw := lowerTree(t)
 	base := Tree{Upper: EmptyLayer(), Lower: lw}

@@ -215,6 +215,8 @@ func (m *Manager) sendChanges(ctx context.Context, id, token string, changes []f
 		return nil
 	case resp.StatusCode == http.StatusConflict:
 		return fmt.Errorf("nothing applied: %s: %w", ans.Message, errdefs.ErrConflict)
+	case resp.StatusCode == http.StatusBadRequest:
+		return fmt.Errorf("nothing applied: %s: %w", ans.Message, errdefs.ErrInvalidArgument)
 	case resp.StatusCode == http.StatusNotFound && ans.Message == "":
 		return fmt.Errorf("the agent of %s cannot apply changes (an older agent): %w", id, errdefs.ErrUnavailable)
 	default:

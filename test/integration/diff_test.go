@@ -227,3 +227,34 @@ func TestDiffSnapshotsPausedRollback(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyAllOrNothing: an apply the target's disk cannot hold fails
+// with 409 and leaves every file as it was, nothing staged behind.
+func TestApplyAllOrNothing(t *testing.T) {
+	ctx := daemontestContext(t)
+	_, c := start(t)
+	src := create(t, ctx, c, client.CreateOptions{DiskSizeMB: 128})
+	writeFile(t, ctx, src.Conn(), "/home/user/a.txt", "base\n")
+	forks, err := c.Fork(ctx, src.SandboxID, 2, 0)
+	if err != nil || len(forks) != 2 || forks[0].Sandbox == nil || forks[1].Sandbox == nil {
+		t.Fatalf("fork: %v %+v", err, forks)
+	}
+	target, from := forks[0].Sandbox.Conn(), forks[1].Sandbox
+	sh(t, ctx, target, "head -c 100M /dev/zero > /home/user/filler")
+	writeFile(t, ctx, from.Conn(), "/home/user/a.txt", "from\n")
+	sh(t, ctx, from.Conn(), "head -c 40M /dev/zero > /home/user/big.bin")
+	_, err = c.Apply(ctx, forks[0].Sandbox.SandboxID, client.ApplyOptions{From: from.SandboxID})
+	if !client.IsConflict(err) {
+		t.Fatalf("apply past the target's disk: %v, want 409", err)
+	}
+	t.Logf("apply refused: %v", err)
+	if got := readFile(t, ctx, target, "/home/user/a.txt"); got != "base\n" {
+		t.Errorf("a.txt after a failed apply = %q, want base", got)
+	}
+	if out := sh(t, ctx, target, "ls -a / /home/user | grep forkbox || true"); out != "" {
+		t.Errorf("left behind: %s", out)
+	}
+	if st := state(t, ctx, c, forks[0].Sandbox.SandboxID); st != "running" {
+		t.Errorf("target is %s after a failed apply", st)
+	}
+}

@@ -30,6 +30,10 @@ import (
 // root); then each change is moved into place, what it replaces moved
 // aside beside it, and a failure moves everything back.
 
+// errBadChangeSet marks a stream that is not a change set (400); other
+// failures are the sandbox's files refusing it (409).
+var errBadChangeSet = errors.New("bad change set")
+
 // applyKind is what one staged change does.
 type applyKind int
 
@@ -65,7 +69,11 @@ func (a *Agent) handleApply(w http.ResponseWriter, r *http.Request) {
 		defer os.RemoveAll(run.stage)
 	}
 	if err != nil {
-		writeApplyError(w, http.StatusBadRequest, fmt.Errorf("stage changes: %w", err))
+		code := http.StatusConflict // the sandbox's files refused it (no space, ...)
+		if errors.Is(err, errBadChangeSet) {
+			code = http.StatusBadRequest
+		}
+		writeApplyError(w, code, fmt.Errorf("stage changes: %w", err))
 		return
 	}
 	if err := run.commit(); err != nil {
@@ -115,11 +123,11 @@ func (run *applyRun) read(tr *tar.Reader, w *stagers) error {
 			return nil
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("%w: %v", errBadChangeSet, err)
 		}
 		p, ok := fsdiff.CleanPath(hdr.Name)
 		if !ok || p == "/" {
-			return fmt.Errorf("path %q is outside the root", hdr.Name)
+			return fmt.Errorf("%w: path %q is outside the root", errBadChangeSet, hdr.Name)
 		}
 		c := stagedChange{path: filepath.Join(run.root, p), hdr: hdr}
 		switch {
