@@ -90,6 +90,7 @@ func run(ctx context.Context, c config) error {
 	if err != nil {
 		return err
 	}
+	res.tar = tarTimes(d.LogPath)
 	report(c, res)
 	return nil
 }
@@ -130,6 +131,28 @@ func phases(logPath string) {
 			fmt.Fprintln(os.Stderr, l)
 		}
 	}
+}
+
+// tarTimes are the daemon's timings of `runsc tar rootfs-upper` (how long
+// a sandbox's writers wait for a diff), in ms.
+func tarTimes(logPath string) times {
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		return nil
+	}
+	var out times
+	for _, l := range strings.Split(string(b), "\n") {
+		_, took, ok := strings.Cut(l, "upper layer written")
+		if !ok {
+			continue
+		}
+		if _, v, ok := strings.Cut(took, "took="); ok {
+			if d, err := time.ParseDuration(strings.Fields(v)[0]); err == nil {
+				out = append(out, benchd.MS(d))
+			}
+		}
+	}
+	return out
 }
 
 func sh(ctx context.Context, conn *client.SandboxConn, script string) error {

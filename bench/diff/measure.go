@@ -11,8 +11,8 @@ import (
 )
 
 type results struct {
-	diff, snapDiff, apply, upperOnly, snapshot times
-	changes, applied                           int
+	diff, snapDiff, apply, upperOnly, snapshot, tar times
+	changes, applied                                int
 }
 
 // tree selects what the bench changed (the whole tree is diffed anyway:
@@ -121,7 +121,8 @@ builds and tests while it ran (numbers are noisy).
 | diff of B's snapshot against P (two snapshots) | %s | ≤ 300 |
 | apply of B's %d changes into a fresh sandbox from P | %s | ≤ 1000 |
 | reading B's upper layer alone (a diff selecting nothing) | %s | |
-| live snapshot of B (for comparison) | %s | |
+| of which `+"`runsc tar rootfs-upper`"+` (the sandbox's writers wait; %d samples) | %s | |
+| live snapshot of B, for comparison (its freeze is part of it) | %s | |
 
-`, c.runs, r.changes, r.diff, r.snapDiff, r.applied, r.apply, r.upperOnly, r.snapshot)
+`, c.runs, r.changes, r.diff, r.snapDiff, r.applied, r.apply, r.upperOnly, len(r.tar), r.tar, r.snapshot)
 }

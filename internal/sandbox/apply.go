@@ -102,6 +102,11 @@ func checkApply(id string, o ApplyOptions) error {
 	if o.From == id {
 		return fmt.Errorf("apply of %s into itself: %w", id, errdefs.ErrInvalidArgument)
 	}
+	if o.Base == id {
+		// The target changes as it is applied to: it cannot be the base
+		// (and reading it would wait on the apply's own claim).
+		return fmt.Errorf("base %s is the sandbox applied to: name a snapshot: %w", id, errdefs.ErrInvalidArgument)
+	}
 	switch o.Strategy {
 	case fsdiff.StrategyNone, fsdiff.StrategyTheirs, fsdiff.StrategyOurs:
 	default:

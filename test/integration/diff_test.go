@@ -154,7 +154,7 @@ func checkDiffErrors(t *testing.T, ctx context.Context, c *client.Client, id, ot
 			t.Errorf("diff %+v: %v, want 400", o, err)
 		}
 	}
-	for _, o := range []client.ApplyOptions{{From: id}, {From: other, Strategy: "mine"}, {From: other, Paths: []string{"/../x"}}} {
+	for _, o := range []client.ApplyOptions{{From: id}, {From: other, Base: id}, {From: other, Strategy: "mine"}, {From: other, Paths: []string{"/../x"}}} {
 		var e *client.Error
 		if _, err := c.Apply(ctx, id, o); !asError(err, &e) || e.Code != 400 {
 			t.Errorf("apply %+v: %v, want 400", o, err)
