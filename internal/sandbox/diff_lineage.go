@@ -67,8 +67,14 @@ func (h *history) origin(sb *store.Sandbox, at time.Time) (id string, since time
 func (h *history) ancestry(id string) []string {
 	var out []string
 	at := time.Time{}
-	for seen := map[string]bool{}; id != "" && !seen[id]; {
-		seen[id] = true
+	// A sandbox comes back as the source of each snapshot on the way,
+	// each time as it was earlier: seen is by id and time.
+	type visit struct {
+		id string
+		at time.Time
+	}
+	for seen := map[visit]bool{}; id != "" && !seen[visit{id, at}]; {
+		seen[visit{id, at}] = true
 		if t, ok := h.snaps[id]; ok {
 			out = append(out, id)
 			id, at = t.ParentID, t.CreatedAt
@@ -82,7 +88,7 @@ func (h *history) ancestry(id string) []string {
 		own := h.taken[sb.ID]
 		for i := len(own) - 1; i >= 0; i-- {
 			t := own[i]
-			if t.CreatedAt.After(since) && (at.IsZero() || t.CreatedAt.Before(at)) && !seen[t.ID] {
+			if t.CreatedAt.After(since) && (at.IsZero() || t.CreatedAt.Before(at)) {
 				out = append(out, t.ID)
 			}
 		}
