@@ -19,6 +19,13 @@ const (
 	userXattrPfx = "user."
 )
 
+// MaxLayerEntries bounds the paths one layer may hold: their metadata is
+// kept in memory (a few hundred bytes each) while a diff runs.
+const MaxLayerEntries = 1_000_000
+
+// ErrTooLarge marks a layer past MaxLayerEntries.
+var ErrTooLarge = errors.New("too large to diff")
+
 // Layer is one upper layer: the entries it holds, the lower paths it
 // deletes (whiteouts) and the directories whose lower contents it hides
 // (opaque). Contents stay in the tar file, read on demand.
@@ -106,6 +113,9 @@ func (l *Layer) read() error {
 		}
 		if p == "/" {
 			continue
+		}
+		if l.Len() >= MaxLayerEntries {
+			return fmt.Errorf("more than %d files in one layer: %w", MaxLayerEntries, ErrTooLarge)
 		}
 		if hdr.Typeflag == tar.TypeChar && hdr.Devmajor == 0 && hdr.Devminor == 0 {
 			l.whiteouts[p] = true

@@ -130,9 +130,19 @@ func (m *Manager) lowerOf(ctx context.Context, rec *store.Sandbox) (*fsdiff.Lowe
 
 // openImageLayer reads the file list an image keeps.
 func openImageLayer(dir, what string) (*fsdiff.Layer, error) {
-	l, err := fsdiff.OpenLayer(filepath.Join(dir, upperLayerFile))
+	l, err := openLayer(filepath.Join(dir, upperLayerFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s was saved without a file list (before diffs existed): %w", what, errdefs.ErrConflict)
+	}
+	return l, err
+}
+
+// openLayer is fsdiff.OpenLayer with a layer too large to hold refused
+// as too much to ask (429), not as the daemon's failure.
+func openLayer(file string) (*fsdiff.Layer, error) {
+	l, err := fsdiff.OpenLayer(file)
+	if errors.Is(err, fsdiff.ErrTooLarge) {
+		return nil, fmt.Errorf("%w: %w", err, errdefs.ErrResourceExhausted)
 	}
 	return l, err
 }
@@ -153,7 +163,7 @@ func (m *Manager) liveLayer(ctx context.Context, id string) (*fsdiff.Layer, erro
 		return nil, err
 	}
 	defer drop()
-	return fsdiff.OpenLayer(file)
+	return openLayer(file)
 }
 
 // tempUpperLayer writes id's upper layer into a new temporary file.
