@@ -52,6 +52,9 @@ type Entry struct {
 
 	// src reads the content of a regular file.
 	src source
+	// host is set for a template file: its inode and modification time
+	// (templates never change, so those identify its content).
+	host *hostID
 	// hashOnce guards SHA256's computation (hash).
 	hashOnce sync.Once
 	hashErr  error
@@ -103,10 +106,25 @@ func differs(a, b *Entry) ([]string, error) {
 	return what, nil
 }
 
-// sameContent compares two regular files' contents.
+// hostID identifies a template file on the host.
+type hostID struct {
+	dev, ino uint64
+	mtime    int64
+}
+
+// sameContent compares two regular files' contents. Two template files
+// (trees over different templates) are the same file if they are one
+// inode (layers share unchanged files as hard links) or have the same
+// size and modification time to the nanosecond, as rsync judges; all
+// others are hashed.
 func sameContent(a, b *Entry) (bool, error) {
 	if a.Size != b.Size {
 		return false, nil
+	}
+	if a.host != nil && b.host != nil {
+		if a.host.dev == b.host.dev && a.host.ino == b.host.ino || a.host.mtime == b.host.mtime && a.host.mtime != 0 {
+			return true, nil
+		}
 	}
 	ha, err := a.hash()
 	if err != nil {

@@ -85,6 +85,7 @@ func hostEntry(hp string, fi fs.FileInfo) (*Entry, error) {
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		e.UID, e.GID = int(st.Uid), int(st.Gid)
+		e.host = &hostID{dev: uint64(st.Dev), ino: st.Ino, mtime: fi.ModTime().UnixNano()}
 		if m&(fs.ModeDevice|fs.ModeCharDevice) != 0 {
 			e.Dev = fmt.Sprintf("%d:%d", unixMajor(st.Rdev), unixMinor(st.Rdev))
 		}

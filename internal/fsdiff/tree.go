@@ -62,15 +62,36 @@ func (t Tree) touched(set map[string]struct{}) error {
 	return nil
 }
 
-// all adds every path of the tree to set (a tree over another lower).
-func (t Tree) all(set map[string]struct{}) error {
-	if err := t.Lower.Walk("/", func(q string) error { set[q] = struct{}{}; return nil }); err != nil {
-		return err
+// paths returns every path of the tree, sorted: the lower's listing (kept
+// per template: templates never change) merged with the upper's paths.
+func (t Tree) paths() ([]string, error) {
+	lower, err := t.Lower.listing()
+	if err != nil {
+		return nil, err
 	}
-	for p := range t.Upper.entries {
-		set[p] = struct{}{}
+	upper := sortedKeys(t.Upper.entries)
+	return mergeSorted(lower, upper), nil
+}
+
+// mergeSorted merges two sorted lists, dropping duplicates.
+func mergeSorted(a, b []string) []string {
+	out := make([]string, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		var p string
+		switch {
+		case j == len(b) || i < len(a) && a[i] < b[j]:
+			p, i = a[i], i+1
+		case i == len(a) || b[j] < a[i]:
+			p, j = b[j], j+1
+		default:
+			p, i, j = a[i], i+1, j+1
+		}
+		if n := len(out); n == 0 || out[n-1] != p {
+			out = append(out, p)
+		}
 	}
-	return nil
+	return out
 }
 
 // sameLower reports whether a and b sit on the same lower tree.
@@ -83,14 +104,21 @@ func sameLower(a, b Tree) bool {
 
 // candidates are the sorted paths where a and b may differ.
 func candidates(a, b Tree) ([]string, error) {
-	set := map[string]struct{}{}
-	var err error
-	if sameLower(a, b) {
-		if err = a.touched(set); err == nil {
-			err = b.touched(set)
+	if !sameLower(a, b) {
+		pa, err := a.paths()
+		if err != nil {
+			return nil, err
 		}
-	} else if err = a.all(set); err == nil {
-		err = b.all(set)
+		pb, err := b.paths()
+		if err != nil {
+			return nil, err
+		}
+		return mergeSorted(pa, pb), nil
+	}
+	set := map[string]struct{}{}
+	err := a.touched(set)
+	if err == nil {
+		err = b.touched(set)
 	}
 	if err != nil {
 		return nil, err

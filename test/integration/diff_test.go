@@ -258,3 +258,29 @@ func TestApplyAllOrNothing(t *testing.T) {
 		t.Errorf("target is %s after a failed apply", st)
 	}
 }
+
+// TestDiffUnrelatedLineages: sandboxes of two templates are diffed as
+// whole trees, a page at a time; an apply between them needs a base.
+func TestDiffUnrelatedLineages(t *testing.T) {
+	ctx := daemontestContext(t)
+	_, c := start(t)
+	a := create(t, ctx, c, client.CreateOptions{})
+	b := create(t, ctx, c, client.CreateOptions{TemplateID: "code-interpreter-v1"})
+	t0 := time.Now()
+	d, err := c.Diff(ctx, b.SandboxID, client.DiffOptions{Against: a.SandboxID, Limit: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("first page of the diff of two templates' sandboxes: %d changes in %s, next %q", len(d.Changes), time.Since(t0), d.Next)
+	t0 = time.Now()
+	if _, err := c.Diff(ctx, b.SandboxID, client.DiffOptions{Against: a.SandboxID, Limit: 50, Cursor: d.Next}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("second page: %s", time.Since(t0))
+	if len(d.Changes) != 50 || d.Next == "" {
+		t.Errorf("page of %d changes, next %q: want a full page and more", len(d.Changes), d.Next)
+	}
+	if _, err := c.Apply(ctx, a.SandboxID, client.ApplyOptions{From: b.SandboxID}); err == nil || !strings.Contains(err.Error(), "share no ancestor") {
+		t.Errorf("apply across lineages without a base: %v, want a 400 naming it", err)
+	}
+}
