@@ -165,8 +165,7 @@ func (m *Manager) openApplyTrees(ctx context.Context, op *op, o ApplyOptions) (f
 			layer.Close()
 			return err
 		}
-		target = &openedTree{Tree: fsdiff.Tree{Upper: layer, Lower: lower}, kind: "sandbox", running: true,
-			close: func() { layer.Close() }}
+		target = &openedTree{Tree: fsdiff.Tree{Upper: layer, Lower: lower}, close: func() { layer.Close() }}
 		return nil
 	})
 	if err := g.Wait(); err != nil {

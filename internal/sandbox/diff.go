@@ -94,9 +94,6 @@ func (m *Manager) withDiff(ctx context.Context, id string, o DiffOptions, fn fun
 	}
 	read := m.now()
 	if err := fn(a, b, against); err != nil {
-		if errdefs.IsNotFound(err) || errdefs.IsConflict(err) {
-			return err
-		}
 		return fmt.Errorf("diff %s against %s: %w", id, against, err)
 	}
 	m.log.Debug("diff", "id", id, "against", against, "read", read.Sub(start), "took", m.now().Sub(start))

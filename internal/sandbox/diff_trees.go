@@ -26,9 +26,6 @@ const upperLayerFile = "forkbox-upper.tar"
 type openedTree struct {
 	fsdiff.Tree
 	close func()
-	// kind is "sandbox", "snapshot" or "template"; running: a live sandbox.
-	kind    string
-	running bool
 }
 
 func (t *openedTree) Close() {
@@ -51,7 +48,7 @@ func (m *Manager) openTree(ctx context.Context, id string) (*openedTree, error) 
 		return nil, err
 	}
 	if tpl.Kind != store.KindSnapshot {
-		return &openedTree{Tree: fsdiff.Tree{Upper: fsdiff.EmptyLayer(), Lower: lower}, kind: "template"}, nil
+		return &openedTree{Tree: fsdiff.Tree{Upper: fsdiff.EmptyLayer(), Lower: lower}}, nil
 	}
 	dir, unpin, err := m.openSnapshot(ctx, tpl.ID)
 	if err != nil {
@@ -64,8 +61,7 @@ func (m *Manager) openTree(ctx context.Context, id string) (*openedTree, error) 
 		unpin()
 		return nil, err
 	}
-	return &openedTree{Tree: fsdiff.Tree{Upper: layer, Lower: lower}, kind: "snapshot",
-		close: func() { release(); unpin() }}, nil
+	return &openedTree{Tree: fsdiff.Tree{Upper: layer, Lower: lower}, close: func() { release(); unpin() }}, nil
 }
 
 // openSandboxTree opens a live sandbox's files: a running one's upper
@@ -91,8 +87,7 @@ func (m *Manager) openSandboxTree(ctx context.Context, rec *store.Sandbox) (*ope
 	if err != nil {
 		return nil, err
 	}
-	return &openedTree{Tree: fsdiff.Tree{Upper: layer, Lower: lower}, kind: "sandbox",
-		running: state == StateRunning, close: func() { layer.Close() }}, nil
+	return &openedTree{Tree: fsdiff.Tree{Upper: layer, Lower: lower}, close: func() { layer.Close() }}, nil
 }
 
 // settledState waits out an operation in progress on sandbox id (a
