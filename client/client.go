@@ -108,6 +108,10 @@ func (c *Client) do(ctx context.Context, cl call) (http.Header, error) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return resp.Header, nil
 	}
+	if raw, ok := cl.out.(*[]byte); ok { // a text answer (a patch)
+		*raw, err = io.ReadAll(resp.Body)
+		return resp.Header, err
+	}
 	if err := json.NewDecoder(resp.Body).Decode(cl.out); err != nil && err != io.EOF {
 		return resp.Header, fmt.Errorf("decode %s %s: %w", cl.method, cl.path, err)
 	}

@@ -119,7 +119,7 @@ func TestScriptParses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("node is required to check app.js: %v", err)
 	}
-	for _, f := range []string{"static/app.js", "static/templates.js", "static/volumes.js"} {
+	for _, f := range []string{"static/app.js", "static/templates.js", "static/volumes.js", "static/secrets.js", "static/diff.js"} {
 		if out, err := exec.Command(node, "--check", f).CombinedOutput(); err != nil {
 			t.Fatalf("node --check %s: %v\n%s", f, err, out)
 		}

@@ -49,6 +49,7 @@ func newAgent() *agent {
 	mux.HandleFunc("POST /init", a.init)
 	mux.HandleFunc("GET /files", a.download)
 	mux.HandleFunc("POST /files", a.upload)
+	mux.HandleFunc("POST /forkbox/apply", a.apply)
 	a.handler = a.withAuth(mux)
 	return a
 }

@@ -21,6 +21,7 @@ func (a *app) sandboxCmd() *cobra.Command {
 		a.sandboxTimeoutCmd(), a.sandboxRefreshCmd(), a.sandboxMetricsCmd(),
 		a.sandboxPauseCmd(), a.sandboxResumeCmd(), a.sandboxCloneCmd(), a.sandboxForkCmd(),
 		a.sandboxRollbackCmd(), a.sandboxLogsCmd(), a.sandboxNetworkCmd(),
+		a.sandboxDiffCmd(), a.sandboxApplyCmd(),
 	)
 	return cmd
 }

@@ -19,3 +19,16 @@ type FilesystemSaver interface {
 	// is left behind.
 	CreateFromFilesystem(ctx context.Context, spec Spec, imageDir string) (Info, error)
 }
+
+// UpperLayerWriter is the optional ability to write what a running sandbox
+// changed in its root filesystem as a tar, without stopping it: the
+// layer over Spec.RootFS, in the overlay convention (a deleted path is a
+// character device 0/0, a directory hiding the lower one carries the
+// xattr trusted.overlay.opaque=y; other xattrs as PAX SCHILY.xattr.*).
+// Diffs read it (internal/fsdiff).
+type UpperLayerWriter interface {
+	// WriteUpperLayer writes sandbox id's upper layer to the new file
+	// path. The sandbox keeps running; its filesystem is consistent in the
+	// tar (writes wait while it is made).
+	WriteUpperLayer(ctx context.Context, id string, path string) error
+}

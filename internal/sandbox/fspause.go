@@ -104,6 +104,9 @@ func (m *Manager) saveFilesystemImage(ctx context.Context, id string, ref images
 	if err == nil {
 		err = os.WriteFile(filepath.Join(dir, filesystemMarker), []byte("filesystem only: cold boot\n"), 0o600)
 	}
+	if w, werr := m.upperWriter(); err == nil && werr == nil {
+		err = w.WriteUpperLayer(ctx, id, filepath.Join(dir, upperLayerFile))
+	}
 	if err == nil {
 		err = m.img.Commit(ctx, ref)
 	}

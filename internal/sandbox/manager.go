@@ -153,6 +153,8 @@ type Manager struct {
 	// pins keeps snapshot images being read from a delete (snapshot_pins.go).
 	pins     snapshotPins
 	shapeUse shapeUses
+	// layers caches snapshots' file lists for diffs (diff_cache.go).
+	layers layerCache
 }
 
 // records is what the Manager needs of the store (a *store.Store); tests

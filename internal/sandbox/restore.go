@@ -32,9 +32,21 @@ func (m *Manager) checkpointImage(ctx context.Context, id string, ref images.Ref
 	if err != nil {
 		return "", err
 	}
+	// The file list first: a stopped sandbox has none to give.
+	upper, drop, uerr := m.tempUpperLayer(ctx, id)
+	if uerr != nil {
+		m.log.Warn("image kept without a file list: diffs of it will fail", "image", ref.String(), "err", uerr)
+	} else {
+		defer drop()
+	}
 	if err := cp.Checkpoint(ctx, id, dir, runtime.CheckpointOptions{LeaveRunning: leaveRunning}); err != nil {
 		m.img.Abort(context.WithoutCancel(ctx), ref)
 		return "", err
+	}
+	if uerr == nil {
+		if err := keepUpperLayer(upper, dir); err != nil {
+			m.log.Warn("image kept without a file list: diffs of it will fail", "image", ref.String(), "err", err)
+		}
 	}
 	if err := m.img.Commit(ctx, ref); err != nil {
 		m.img.Abort(context.WithoutCancel(ctx), ref)

@@ -76,6 +76,7 @@ func (m *Manager) deferSnapshotImage(id string) bool {
 // dropSnapshotImage removes a deleted snapshot's image and its holds on
 // template content.
 func (m *Manager) dropSnapshotImage(ctx context.Context, id string) {
+	m.layers.drop(id)
 	if err := m.img.Remove(ctx, images.Snapshot(id)); err != nil {
 		m.log.Error("remove snapshot image", "snapshot", id, "err", err)
 	}

@@ -54,6 +54,7 @@ func (s *Server) routes() *http.ServeMux {
 	s.templateRoutes(mux) // templates.go
 	s.secretRoutes(mux)   // secrets.go
 	s.volumeRoutes(mux)   // volumes.go, volumecontent.go
+	s.diffRoutes(mux)     // diff.go: diff and apply
 	return mux
 }
 

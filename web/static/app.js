@@ -602,7 +602,12 @@
         "marker-end": "url(#arrow-" + kind + ")",
       }));
       const text = v.n.origin || "derived";
-      labels.appendChild(label(v.x - 10 - (text.length * 6.4 + 12) / 2, v.cy, text, kind));
+      // diff.js shows what changed along an edge when its label is clicked.
+      const lab = label(v.x - 10 - (text.length * 6.4 + 12) / 2, v.cy, text, kind);
+      lab.setAttribute("data-from", p.n.id);
+      lab.setAttribute("data-to", v.n.id);
+      lab.setAttribute("data-to-kind", v.n.kind || "");
+      labels.appendChild(lab);
     }
 
     // Rollbacks: a dashed back-edge from the snapshot to the sandbox it
@@ -818,7 +823,7 @@
   }
 
   // The templates view (templates.js) shares the API helper and the banner.
-  window.forkboxDashboard = { api, el, setError, key: () => state.key };
+  window.forkboxDashboard = { api, el, setError, key: () => state.key, base: API_BASE };
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();

@@ -51,6 +51,9 @@ type Config struct {
 	// TrustRoot is the root of the file system whose trust store /init's
 	// egress CA goes into; empty means "/" (tests use a directory).
 	TrustRoot string
+	// ApplyRoot is the root change sets are applied under (POST
+	// /forkbox/apply); empty means "/" (tests use a directory).
+	ApplyRoot string
 }
 
 // Agent is the in-sandbox server. Create it with New; it is safe for
@@ -70,6 +73,8 @@ type Agent struct {
 	// is trusted (processes then get NODE_EXTRA_CA_CERTS).
 	trustRoot string
 	egressCA  atomic.Bool
+	// applyRoot is Config.ApplyRoot.
+	applyRoot string
 }
 
 // New builds an Agent from cfg. The first Agent in a process starts the
@@ -93,6 +98,10 @@ func New(cfg Config) *Agent {
 	if a.trustRoot == "" {
 		a.trustRoot = "/"
 	}
+	a.applyRoot = cfg.ApplyRoot
+	if a.applyRoot == "" {
+		a.applyRoot = "/"
+	}
 	a.handler = a.buildHandler()
 	return a
 }
@@ -112,6 +121,7 @@ func (a *Agent) buildHandler() http.Handler {
 	mux.HandleFunc("GET /events", a.handleEvents)
 	mux.HandleFunc("GET /files", a.handleDownload)
 	mux.HandleFunc("POST /files", a.handleUpload)
+	mux.HandleFunc("POST /forkbox/apply", a.handleApply)
 	return a.withCORS(a.withAuth(mux))
 }
 

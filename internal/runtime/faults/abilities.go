@@ -14,9 +14,10 @@ import (
 // that behaves unlike the real one. A backend without an ability answers
 // ErrUnavailable.
 var (
-	_ runtime.Waiter          = (*Runtime)(nil)
-	_ runtime.FilesystemSaver = (*Runtime)(nil)
-	_ runtime.NetworkPolicer  = (*Runtime)(nil)
+	_ runtime.Waiter           = (*Runtime)(nil)
+	_ runtime.FilesystemSaver  = (*Runtime)(nil)
+	_ runtime.NetworkPolicer   = (*Runtime)(nil)
+	_ runtime.UpperLayerWriter = (*Runtime)(nil)
 )
 
 // Wait implements runtime.Waiter.
@@ -44,4 +45,13 @@ func (r *Runtime) CreateFromFilesystem(ctx context.Context, spec runtime.Spec, i
 		return runtime.Info{}, fmt.Errorf("%s cannot save filesystems: %w", r.Name(), errdefs.ErrUnavailable)
 	}
 	return fs.CreateFromFilesystem(ctx, spec, imageDir)
+}
+
+// WriteUpperLayer implements runtime.UpperLayerWriter.
+func (r *Runtime) WriteUpperLayer(ctx context.Context, id, path string) error {
+	w, ok := r.Runtime.(runtime.UpperLayerWriter)
+	if !ok {
+		return fmt.Errorf("%s cannot write upper layers: %w", r.Name(), errdefs.ErrUnavailable)
+	}
+	return w.WriteUpperLayer(ctx, id, path)
 }

@@ -119,3 +119,15 @@ func annotateBundle(bundle, key, value string) error {
 	oci.Annotations[key] = value
 	return writeJSON(path, &oci)
 }
+
+// WriteUpperLayer implements runtime.UpperLayerWriter with `runsc tar
+// rootfs-upper`, which holds the root tmpfs's lock while it writes: the
+// sandbox's writers wait, its other work goes on.
+func (r *Runtime) WriteUpperLayer(ctx context.Context, id string, path string) error {
+	h, err := r.loadHandle(id)
+	if err != nil {
+		return err
+	}
+	_, err = r.run(ctx, r.cfg.Timeout, "tar", "rootfs-upper", "--file="+path, h.cid())
+	return err
+}

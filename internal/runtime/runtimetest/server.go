@@ -162,3 +162,10 @@ func FindRepoFile(rel string) string {
 		dir = dir[:i]
 	}
 }
+
+// Files returns a copy of what /write wrote (fake.FileLister).
+func (h *Handler) Files() map[string]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return maps.Clone(h.files)
+}

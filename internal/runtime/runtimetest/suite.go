@@ -68,6 +68,7 @@ func Run(t *testing.T, newRuntime func(t *testing.T) runtime.Runtime, opts Optio
 		{"CheckpointStopRestoreSameID", testStopRestore},
 		{"ReplaceRunning", testReplace},
 		{"FilesystemSave", testFilesystemSave},
+		{"UpperLayer", testUpperLayer},
 		{"WaitExit", testWait},
 	}
 	for _, tt := range tests {
