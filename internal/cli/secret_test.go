@@ -24,11 +24,11 @@ func TestSecretVerbs(t *testing.T) {
 	if sent := string(srv.LastRequest().Body); !strings.Contains(sent, `"value":"flag-value"`) {
 		t.Errorf("create body %s", sent)
 	}
-	up := mustJSON[client.Secret](t, srv, "secret", "update", "gh-token", "--value", "v2")
+	up := mustJSON[client.Secret](t, srv, "secret", "update", "gh-token", "--value", "second-value")
 	if up.CurrentVersion != 2 || up.Metadata["owner"] != "ci" {
 		t.Errorf("update kept no metadata: %+v", up)
 	}
-	up = mustJSON[client.Secret](t, srv, "secret", "update", "gh-token", "--value", "v3", "--metadata", "owner=me")
+	up = mustJSON[client.Secret](t, srv, "secret", "update", "gh-token", "--value", "third-value", "--metadata", "owner=me")
 	if up.CurrentVersion != 3 || up.Metadata["owner"] != "me" {
 		t.Errorf("update %+v", up)
 	}
@@ -44,7 +44,7 @@ func TestSecretVerbs(t *testing.T) {
 		t.Errorf("list: %s", human.stdout)
 	}
 	for _, out := range []string{r.stdout, human.stdout} {
-		if strings.Contains(out, "v3") || strings.Contains(out, "flag-value") {
+		if strings.Contains(out, "third-value") || strings.Contains(out, "flag-value") {
 			t.Errorf("output holds a value: %s", out)
 		}
 	}
