@@ -28,8 +28,9 @@ type Change struct {
 }
 
 // DefaultExcludes are left out of every diff unless Options.NoDefaults:
-// kernel and device trees and per-boot sockets, never a user's work.
-var DefaultExcludes = []string{"/proc", "/sys", "/dev", "/tmp/.X11-unix"}
+// kernel and device trees, per-boot sockets and the volumes' attach point
+// (a volume is shared storage, not the sandbox's files), never a user's work.
+var DefaultExcludes = []string{"/proc", "/sys", "/dev", "/tmp/.X11-unix", "/.forkbox-volumes"}
 
 // Options select and page a diff.
 type Options struct {
