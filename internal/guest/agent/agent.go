@@ -51,6 +51,10 @@ type Config struct {
 	// TrustRoot is the root of the file system whose trust store /init's
 	// egress CA goes into; empty means "/" (tests use a directory).
 	TrustRoot string
+	// CommandPool is how many login shells the agent keeps started ahead
+	// of time for `/bin/bash -l -c` requests (commands.run); 0 turns the
+	// command pool off. POST /init's commandPool overrides it.
+	CommandPool int
 }
 
 // Agent is the in-sandbox server. Create it with New; it is safe for
@@ -70,6 +74,8 @@ type Agent struct {
 	// is trusted (processes then get NODE_EXTRA_CA_CERTS).
 	trustRoot string
 	egressCA  atomic.Bool
+	// shells is the command pool (see shellpool.go).
+	shells *shellPool
 }
 
 // New builds an Agent from cfg. The first Agent in a process starts the
@@ -90,6 +96,7 @@ func New(cfg Config) *Agent {
 		started:   time.Now(),
 		trustRoot: cfg.TrustRoot,
 	}
+	a.shells = newShellPool(a, cfg.CommandPool)
 	if a.trustRoot == "" {
 		a.trustRoot = "/"
 	}

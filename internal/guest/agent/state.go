@@ -68,6 +68,9 @@ type initRequest struct {
 	CPUCount int `json:"cpuCount,omitempty"`
 	// EgressCA is forkbox's: the PEM of the egress proxy's CA, to trust.
 	EgressCA string `json:"egressCA,omitempty"`
+	// CommandPool is forkbox's: how many login shells to keep ready for
+	// commands.run (0 turns the command pool off); absent keeps the agent's.
+	CommandPool *int `json:"commandPool,omitempty"`
 }
 
 // apply merges an /init request into the state. Env vars are merged, not
