@@ -51,37 +51,63 @@ func run(ctx context.Context, c config) error {
 	}
 	defer d.Stop()
 	cl := client.New(d.URL, d.Key)
-	ids, err := createAll(ctx, cl, max(c.n, 1))
-	defer killAll(cl, ids)
+	// The sequential round trips first, with one sandbox live, then the
+	// concurrent ones across all n.
+	ids, err := createAll(ctx, cl, 1)
+	defer func() { killAll(cl, ids) }()
 	if err != nil {
-		if log, rerr := os.ReadFile(d.LogPath); rerr == nil {
-			os.Stderr.Write(log[max(0, len(log)-4000):])
-		}
+		dumpLog(d.LogPath)
 		return err
 	}
-	conns := make([]*client.SandboxConn, len(ids))
-	for i, id := range ids {
-		sb, err := cl.Connect(ctx, id, 0)
+	first, err := warm(ctx, cl, ids[0])
+	if err != nil {
+		return err
+	}
+	seq, err := sequential(ctx, c, first)
+	if err != nil {
+		return err
+	}
+	more, err := createAll(ctx, cl, c.n-1)
+	ids = append(ids, more...)
+	if err != nil {
+		dumpLog(d.LogPath)
+		return err
+	}
+	conns := []*client.SandboxConn{first}
+	for _, id := range more {
+		conn, err := warm(ctx, cl, id)
 		if err != nil {
 			return err
 		}
-		conns[i] = sb.Conn()
-		if err := echo(ctx, conns[i]); err != nil { // warm: first command, agent settled
-			return err
-		}
+		conns = append(conns, conn)
 	}
 	time.Sleep(3 * time.Second)
-	seq, err := sequential(ctx, c, conns[0])
-	if err != nil {
-		return err
-	}
-	time.Sleep(2 * time.Second)
-	conc, wall, err := concurrent(ctx, conns[:c.n])
+	conc, wall, err := concurrent(ctx, conns)
 	if err != nil {
 		return err
 	}
 	report(c, seq, conc, wall)
 	return nil
+}
+
+// warm connects to a sandbox and runs a first command in it.
+func warm(ctx context.Context, cl *client.Client, id string) (*client.SandboxConn, error) {
+	sb, err := cl.Connect(ctx, id, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := echo(ctx, sb.Conn()); err != nil {
+		return nil, err
+	}
+	time.Sleep(200 * time.Millisecond) // the agent settles (and refills its pool)
+	return sb.Conn(), nil
+}
+
+// dumpLog copies the end of the daemon's log to stderr.
+func dumpLog(path string) {
+	if log, err := os.ReadFile(path); err == nil {
+		os.Stderr.Write(log[max(0, len(log)-4000):])
+	}
 }
 
 func createAll(ctx context.Context, cl *client.Client, n int) ([]string, error) {

@@ -93,6 +93,9 @@ type initBody struct {
 	// agent adds to the system trust store (once: a restored image that
 	// has it skips the work).
 	EgressCA string `json:"egressCA,omitempty"`
+	// CommandPool is forkbox's: how many login shells the agent keeps
+	// ready for commands.run; always sent, so 0 turns a pool off.
+	CommandPool int `json:"commandPool"`
 }
 
 // initAgent waits for the sandbox's agent to answer, then hands it the
@@ -105,7 +108,7 @@ func (m *Manager) initAgent(ctx context.Context, rec *store.Sandbox, oldToken st
 	defer cancel()
 	body, _ := json.Marshal(initBody{
 		EnvVars: rec.EnvVars, AccessToken: rec.EnvdAccessToken, Timestamp: m.now().UTC(),
-		CPUCount: rec.CPUCount, EgressCA: string(m.cfg.EgressCA),
+		CPUCount: rec.CPUCount, EgressCA: string(m.cfg.EgressCA), CommandPool: m.cfg.CommandPool,
 	})
 	delay := 2 * time.Millisecond
 	for {

@@ -139,8 +139,11 @@ func (sp *shellPool) take(req *pb.StartRequest, acct *account, s spawn) *pooledS
 			return sh
 		}
 	}
-	// A miss: the shells there are for another configuration.
-	sp.dropLocked()
+	// A miss. Shells there are for another configuration: drop them (and
+	// what is being started for it). An empty pool is only being refilled.
+	if len(sp.idle) > 0 {
+		sp.dropLocked()
+	}
 	return nil
 }
 
