@@ -31,6 +31,7 @@ type config struct {
 	seq    int           // sequential round trips
 	gap    time.Duration // pause between sequential round trips
 	label  string        // what the report calls this build
+	pool   int           // the daemon's --command-pool (-1: its default)
 }
 
 func main() {
@@ -40,12 +41,17 @@ func main() {
 	flag.IntVar(&c.seq, "seq", 50, "sequential commands.run(\"echo hi\") round trips on one sandbox")
 	flag.DurationVar(&c.gap, "gap", 20*time.Millisecond, "pause between two sequential round trips (a client reading the output)")
 	flag.StringVar(&c.label, "label", "", "name of the build measured, for the report")
+	flag.IntVar(&c.pool, "command-pool", -1, "the daemon's --command-pool (-1: leave its default; a build without the flag needs -1)")
 	flag.Parse()
 	benchd.Main("commands", func(ctx context.Context) error { return run(ctx, c) })
 }
 
 func run(ctx context.Context, c config) error {
-	d, err := benchd.Start(ctx, c.daemon.Named("commands", "--pool-size", "0", "--max-sandboxes", strconv.Itoa(c.n+10)))
+	args := []string{"--pool-size", "0", "--max-sandboxes", strconv.Itoa(c.n + 10)}
+	if c.pool >= 0 {
+		args = append(args, "--command-pool", strconv.Itoa(c.pool))
+	}
+	d, err := benchd.Start(ctx, c.daemon.Named("commands", args...))
 	if err != nil {
 		return err
 	}
@@ -64,6 +70,10 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	seq, err := sequential(ctx, c, first)
+	if err != nil {
+		return err
+	}
+	stat, err := statRTT(ctx, c, first)
 	if err != nil {
 		return err
 	}
@@ -86,7 +96,12 @@ func run(ctx context.Context, c config) error {
 	if err != nil {
 		return err
 	}
-	report(c, seq, conc, wall)
+	time.Sleep(3 * time.Second) // pools refilled, metrics sampled
+	mem, err := meanMemUsed(ctx, cl, ids)
+	if err != nil {
+		return err
+	}
+	report(c, seq, stat, conc, wall, mem)
 	return nil
 }
 
@@ -158,6 +173,33 @@ func sequential(ctx context.Context, c config, conn *client.SandboxConn) ([]floa
 	return ms, nil
 }
 
+// statRTT is the same path without a process: proxy and agent RPC alone.
+func statRTT(ctx context.Context, c config, conn *client.SandboxConn) ([]float64, error) {
+	var ms []float64
+	for range c.seq {
+		time.Sleep(c.gap)
+		t0 := time.Now()
+		if _, err := conn.Stat(ctx, "/"); err != nil {
+			return nil, err
+		}
+		ms = append(ms, benchd.MS(time.Since(t0)))
+	}
+	return ms, nil
+}
+
+// meanMemUsed is the daemon-reported memUsed averaged over the sandboxes.
+func meanMemUsed(ctx context.Context, cl *client.Client, ids []string) (float64, error) {
+	m, err := cl.MetricsMany(ctx, ids)
+	if err != nil {
+		return 0, err
+	}
+	var sum float64
+	for _, v := range m {
+		sum += float64(v.MemUsed)
+	}
+	return sum / float64(max(len(m), 1)) / (1 << 20), nil
+}
+
 func concurrent(ctx context.Context, conns []*client.SandboxConn) ([]float64, float64, error) {
 	ms := make([]float64, len(conns))
 	errs := make([]error, len(conns))
@@ -173,13 +215,16 @@ func concurrent(ctx context.Context, conns []*client.SandboxConn) ([]float64, fl
 	return ms, benchd.MS(time.Since(t0)), errors.Join(errs...)
 }
 
-func report(c config, seq, conc []float64, wall float64) {
+func report(c config, seq, stat, conc []float64, wall, mem float64) {
 	fmt.Printf("\n#### commands.run(\"echo hi\") — %s\n\n", c.label)
 	fmt.Printf("| figure | value |\n|---|---|\n")
 	fmt.Printf("| sequential, one warm sandbox, %d round trips (%v apart): p50 / p90 | %.1f / %.1f ms |\n",
 		len(seq), c.gap, benchd.Quantile(seq, 0.5), benchd.Quantile(seq, 0.9))
+	fmt.Printf("| same path without a process (`Stat(\"/\")`): p50 / p90 | %.1f / %.1f ms |\n",
+		benchd.Quantile(stat, 0.5), benchd.Quantile(stat, 0.9))
 	fmt.Printf("| %d at once across %d live sandboxes: p50 / p99 / all done | %.0f / %.0f / %.0f ms |\n",
 		len(conc), len(conc), benchd.Quantile(conc, 0.5), benchd.Quantile(conc, 0.99), wall)
+	fmt.Printf("| daemon-reported memUsed, mean over the %d sandboxes, idle | %.1f MiB |\n", len(conc), mem)
 }
 
 // syncBuf is an output sink safe for the client's writer goroutine.
