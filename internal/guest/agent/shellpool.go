@@ -66,6 +66,8 @@ type shellPool struct {
 	filling bool           // guarded by mu
 	gen     uint64         // guarded by mu; bumped by discard, stale fills drop their shell
 	badKey  string         // guarded by mu; a key whose shells proved unusable
+	key     string         // guarded by mu; the configuration of the last shell started
+	missKey string         // guarded by mu; the configuration of the last miss since a hit
 
 	hits atomic.Uint64 // commands run by a pooled shell
 }
@@ -81,6 +83,8 @@ type poolRecipe struct {
 type pooledShell struct {
 	pid    int
 	key    string
+	home   string // HOME, whose profile files fp describes
+	fp     string // profileFingerprint(home) before the shell started
 	status <-chan syscall.WaitStatus // from the reaper; the watcher reads it
 	fwd    chan syscall.WaitStatus   // the status, once the shell was taken
 	taken  bool                      // guarded by shellPool.mu
@@ -130,19 +134,25 @@ func (sp *shellPool) take(req *pb.StartRequest, acct *account, s spawn) *pooledS
 	key := spawnKey(s)
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	sp.recipe = &poolRecipe{acct: acct, cwd: req.GetProcess().Cwd, envs: req.GetProcess().GetEnvs()}
 	for i, sh := range sp.idle {
 		if sh.key == key {
 			sp.idle = append(sp.idle[:i], sp.idle[i+1:]...)
 			sh.taken = true
 			sp.hits.Add(1)
+			sp.missKey = ""
 			return sh
 		}
 	}
-	// A miss. Shells there are for another configuration: drop them (and
-	// what is being started for it). An empty pool is only being refilled.
-	if len(sp.idle) > 0 {
+	sp.dropStaleLocked()
+	// A miss. For the pool's own configuration it is only being refilled.
+	// Another configuration takes the pool over when it misses twice in a
+	// row, so one odd request does not throw the ready shells away.
+	if sp.recipe == nil || (key != sp.key && key == sp.missKey) {
+		sp.recipe = &poolRecipe{acct: acct, cwd: req.GetProcess().Cwd, envs: req.GetProcess().GetEnvs()}
+		sp.key, sp.missKey = key, ""
 		sp.dropLocked()
+	} else if key != sp.key {
+		sp.missKey = key
 	}
 	return nil
 }
@@ -179,6 +189,20 @@ func (sp *shellPool) discard(acct *account) {
 	}
 	sp.mu.Unlock()
 	go sp.fill()
+}
+
+// dropStaleLocked kills the idle shells started before one of their
+// profile files changed: they cannot match any request again.
+func (sp *shellPool) dropStaleLocked() {
+	kept := sp.idle[:0]
+	for _, sh := range sp.idle {
+		if profileFingerprint(sh.home) == sh.fp {
+			kept = append(kept, sh)
+			continue
+		}
+		_ = syscall.Kill(sh.pid, syscall.SIGKILL)
+	}
+	sp.idle = kept
 }
 
 // dropLocked kills the idle shells; their watchers close their files.

@@ -32,11 +32,13 @@ func (sp *shellPool) startShell(rc *poolRecipe) (*pooledShell, error) {
 	key := spawnKey(s)
 	sp.mu.Lock()
 	bad := sp.badKey == key
+	sp.key = key
 	sp.mu.Unlock()
 	if bad {
 		return nil, errPoolUnusable
 	}
-	sh := &pooledShell{key: key, fwd: make(chan syscall.WaitStatus, 1)}
+	home := envValue(s.cmd.Env, "HOME")
+	sh := &pooledShell{key: key, home: home, fp: profileFingerprint(home), fwd: make(chan syscall.WaitStatus, 1)}
 	var ends shellEnds
 	pid, status, err := sp.a.reaper.start(func() (int, error) {
 		if err := ends.open(s.cmd, sh); err != nil {

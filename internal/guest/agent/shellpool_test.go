@@ -187,3 +187,25 @@ func TestCommandPoolProfileChange(t *testing.T) {
 		t.Fatalf("stdout %q from a refilled pool (hits %d → %d)", res.stdout, hits, agent.CommandPoolHits(ta.agent))
 	}
 }
+
+// TestCommandPoolKeepsItsConfiguration checks that requests of another
+// configuration interleaved with default ones do not empty the pool, and
+// that one used twice in a row takes it over.
+func TestCommandPoolKeepsItsConfiguration(t *testing.T) {
+	pp := newPooledPair(t)
+	other := func() *pb.StartRequest {
+		r := loginShell("echo $EXTRA")
+		r.Process.Envs = map[string]string{"EXTRA": "e"}
+		return r
+	}
+	for range 2 {
+		pp.run(t, other(), false)
+		pp.run(t, loginShell("echo default"), true)
+	}
+	pp.run(t, other(), false)
+	pp.run(t, other(), false) // the second miss in a row: the pool switches
+	waitFor(t, func() bool { return agent.CommandPoolIdle(pp.pooled.agent) > 0 })
+	if res := pp.run(t, other(), true); res.stdout != "e\n" {
+		t.Fatalf("stdout %q, want e", res.stdout)
+	}
+}
