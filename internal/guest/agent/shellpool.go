@@ -83,8 +83,8 @@ type poolRecipe struct {
 type pooledShell struct {
 	pid    int
 	key    string
-	home   string // HOME, whose profile files fp describes
-	fp     string // profileFingerprint(home) before the shell started
+	home   string                    // HOME, whose profile files fp describes
+	fp     string                    // profileFingerprint(home) before the shell started
 	status <-chan syscall.WaitStatus // from the reaper; the watcher reads it
 	fwd    chan syscall.WaitStatus   // the status, once the shell was taken
 	taken  bool                      // guarded by shellPool.mu
