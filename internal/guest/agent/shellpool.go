@@ -93,8 +93,11 @@ type pooledShell struct {
 	stdin, stdout, stderr *os.File // parent ends
 }
 
+// maxPoolSize bounds the pool: each idle shell costs about 1 MiB.
+const maxPoolSize = 4
+
 func newShellPool(a *Agent, size int) *shellPool {
-	return &shellPool{a: a, log: a.log, size: max(size, 0)}
+	return &shellPool{a: a, log: a.log, size: min(max(size, 0), maxPoolSize)}
 }
 
 // enabled reports whether the pool is on.
@@ -104,12 +107,13 @@ func (sp *shellPool) enabled() bool {
 	return sp.size > 0
 }
 
-// resize sets how many shells the pool keeps (0: none, the pool is off);
+// resize sets how many shells the pool keeps (0: none, the pool is off;
+// at most maxPoolSize);
 // the next discard or fill applies it.
 func (sp *shellPool) resize(n int) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	sp.size = max(n, 0)
+	sp.size = min(max(n, 0), maxPoolSize)
 }
 
 // poolable reports whether req has the one shape a pooled shell can run
