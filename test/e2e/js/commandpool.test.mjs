@@ -26,7 +26,7 @@ async function pooled(sbx, cmd, opts = {}) {
   await waitFor('a pooled shell', async () => {
     await sleep(300)
     return (await sbx.commands.run(probe)).stdout.includes('__fb_')
-  }, 15_000, 0)
+  }, 60_000, 0)
   await sleep(300) // refilled after the probe
   return run(sbx, cmd, opts)
 }
