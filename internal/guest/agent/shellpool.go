@@ -108,8 +108,7 @@ func (sp *shellPool) enabled() bool {
 }
 
 // resize sets how many shells the pool keeps (0: none, the pool is off;
-// at most maxPoolSize);
-// the next discard or fill applies it.
+// at most maxPoolSize); the next discard or fill applies it.
 func (sp *shellPool) resize(n int) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
@@ -133,7 +132,8 @@ func poolable(req *pb.StartRequest) (string, bool) {
 
 // take removes a ready shell matching s's configuration from the pool and
 // returns it, or nil when there is none (the caller then starts fresh).
-// req, which must be poolable, becomes what the pool refills with.
+// req must be poolable; on a second miss in a row with its configuration
+// it becomes what the pool refills with.
 func (sp *shellPool) take(req *pb.StartRequest, acct *account, s spawn) *pooledShell {
 	key := spawnKey(s)
 	sp.mu.Lock()
