@@ -35,6 +35,9 @@ import (
 // the pool to end, so the refill does not compete with it for the CPU.
 const poolRefillDelay = 100 * time.Millisecond
 
+// initFillDelay is how long after /init the pool starts filling.
+const initFillDelay = time.Second
+
 // poolReadyTimeout bounds how long a new shell may take to run its profile.
 const poolReadyTimeout = 10 * time.Second
 
@@ -180,7 +183,9 @@ func (sp *shellPool) refillAfter(done <-chan struct{}) {
 // discard kills every idle shell and forgets the recipe's environment
 // snapshot: /init changed what a new process gets (env, CPUs, a restored
 // clone's identity), so shells started before it are stale. The pool
-// refills for the default user right away.
+// refills for the default user after initFillDelay (or after the first
+// command, whichever is first): a login shell started at once would compete
+// with the create's first command for the CPU.
 func (sp *shellPool) discard(acct *account) {
 	sp.mu.Lock()
 	sp.dropLocked()
@@ -192,7 +197,7 @@ func (sp *shellPool) discard(acct *account) {
 		sp.recipe = &poolRecipe{acct: acct}
 	}
 	sp.mu.Unlock()
-	go sp.fill()
+	time.AfterFunc(initFillDelay, sp.fill)
 }
 
 // dropStaleLocked kills the idle shells started before one of their
