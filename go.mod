@@ -35,6 +35,7 @@ require (
 	google.golang.org/protobuf v1.36.12
 	gvisor.dev/gvisor v0.0.0-20260905035102-160fafc42237
 	modernc.org/sqlite v1.40.0
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (

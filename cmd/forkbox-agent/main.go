@@ -22,14 +22,15 @@ func main() {
 	level := flag.String("log-level", "info", "log level: debug, info, warn or error")
 	codeAddr := flag.String("code-addr", fmt.Sprintf("0.0.0.0:%d", codeinterp.DefaultPort), "TCP address of the code interpreter (empty disables it)")
 	codePrewarm := flag.Bool("code-prewarm", false, "start the default Python context at boot")
+	commandPool := flag.Int("command-pool", 1, "login shells kept started ahead of time for `bash -l -c` commands (0 turns the command pool off; /init's commandPool overrides it)")
 	flag.Parse()
-	if err := run(*addr, *level, *codeAddr, *codePrewarm); err != nil {
+	if err := run(*addr, *level, *codeAddr, *codePrewarm, *commandPool); err != nil {
 		fmt.Fprintln(os.Stderr, "forkbox-agent:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, level, codeAddr string, codePrewarm bool) error {
+func run(addr, level, codeAddr string, codePrewarm bool, commandPool int) error {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
 		return fmt.Errorf("bad --log-level: %w", err)
@@ -66,7 +67,7 @@ func run(addr, level, codeAddr string, codePrewarm bool) error {
 		log.Warn("task limit reserve", "err", err)
 	}
 	go oomguard.Run(ctx, guard)
-	a := agent.New(agent.Config{Logger: log})
+	a := agent.New(agent.Config{Logger: log, CommandPool: commandPool})
 	return a.Serve(ctx, l)
 }
 

@@ -43,6 +43,9 @@ type Options struct {
 	// PoolSize sandboxes per built-in template are kept restored ahead of
 	// time so creates are a hand-over (0: none).
 	PoolSize int
+	// CommandPool is how many login shells each sandbox's agent keeps
+	// ready for commands.run (0: the command pool is off).
+	CommandPool int
 	// PoolRecent user templates, the most recently built or created
 	// from, get a pool of PoolSize too (0: none).
 	PoolRecent int
@@ -184,7 +187,7 @@ func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.St
 		Images: imgs.disk, Content: imgs.content,
 		PoolSize: o.PoolSize, PoolTemplates: []string{template.BaseID, template.CodeInterpreterID}, PoolRecent: o.PoolRecent,
 		CloneConcurrency: o.CloneConcurrency, NetworkOpened: o.Egress.Open,
-		CheckNetwork: checkNetwork, EgressCA: o.Egress.caPEM,
+		CheckNetwork: checkNetwork, EgressCA: o.Egress.caPEM, CommandPool: o.CommandPool,
 	})
 	if err != nil {
 		return nil, err

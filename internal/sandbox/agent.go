@@ -97,6 +97,9 @@ type initBody struct {
 	// Volumes is forkbox's: the links that make each volume appear at its
 	// path (volumeLinks).
 	Volumes []volumeLink `json:"forkboxVolumes,omitempty"`
+	// CommandPool is forkbox's: how many login shells the agent keeps
+	// ready for commands.run; always sent, so 0 turns a pool off.
+	CommandPool int `json:"commandPool"`
 }
 
 // initAgent waits for the sandbox's agent to answer, then hands it the
@@ -110,6 +113,7 @@ func (m *Manager) initAgent(ctx context.Context, rec *store.Sandbox, oldToken st
 	body, _ := json.Marshal(initBody{
 		EnvVars: rec.EnvVars, AccessToken: rec.EnvdAccessToken, Timestamp: m.now().UTC(),
 		CPUCount: rec.CPUCount, EgressCA: string(m.cfg.EgressCA), Volumes: volumeLinks(rec.Volumes),
+		CommandPool: m.cfg.CommandPool,
 	})
 	delay := 2 * time.Millisecond
 	for {

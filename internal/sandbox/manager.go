@@ -96,6 +96,9 @@ type Config struct {
 	// intercepts HTTPS with: every sandbox's agent adds it to the trust
 	// store at /init.
 	EgressCA []byte
+	// CommandPool goes to every agent at /init: how many login shells it
+	// keeps ready for commands.run (0: none).
+	CommandPool int
 	// Limits bound each sandbox's cpuCount, memoryMB and diskSizeMB
 	// (limits.go); zero fields are unbounded.
 	Limits Limits

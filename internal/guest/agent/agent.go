@@ -54,6 +54,10 @@ type Config struct {
 	// ApplyRoot is the root change sets are applied under (POST
 	// /forkbox/apply); empty means "/" (tests use a directory).
 	ApplyRoot string
+	// CommandPool is how many login shells the agent keeps started ahead
+	// of time for `/bin/bash -l -c` requests (commands.run); 0 turns the
+	// command pool off. POST /init's commandPool overrides it.
+	CommandPool int
 }
 
 // Agent is the in-sandbox server. Create it with New; it is safe for
@@ -75,6 +79,8 @@ type Agent struct {
 	egressCA  atomic.Bool
 	// applyRoot is Config.ApplyRoot.
 	applyRoot string
+	// shells is the command pool (see shellpool.go).
+	shells *shellPool
 }
 
 // New builds an Agent from cfg. The first Agent in a process starts the
@@ -95,6 +101,7 @@ func New(cfg Config) *Agent {
 		started:   time.Now(),
 		trustRoot: cfg.TrustRoot,
 	}
+	a.shells = newShellPool(a, cfg.CommandPool)
 	if a.trustRoot == "" {
 		a.trustRoot = "/"
 	}

@@ -49,6 +49,16 @@ func (a *Agent) handleInit(w http.ResponseWriter, r *http.Request) {
 		a.egressCA.Store(ok)
 	}
 	a.state.apply(req)
+	if req.CommandPool != nil {
+		a.shells.resize(*req.CommandPool)
+	}
+	// Shells started before /init have the old environment, CPU mask and,
+	// in a restored clone, another clone's state: start new ones.
+	acct, err := a.namedAccount("")
+	if err != nil {
+		acct = nil
+	}
+	a.shells.discard(acct)
 	// /init follows every restore (resume, clone, rollback): copies of one
 	// image must not share random state.
 	a.Reseed()

@@ -37,14 +37,16 @@ func (s *processService) Start(ctx context.Context, req *connect.Request[pb.Star
 	}
 	p := &managedProc{tag: req.Msg.Tag, config: req.Msg.GetProcess(), events: newBroadcaster()}
 	p.onStart = func() { s.a.procs.add(p); s.a.processStarted(p) }
+	done := make(chan struct{})
 	p.onEnd = func(end *pb.ProcessEvent_EndEvent) {
 		s.a.procs.remove(p)
 		s.a.processEnded(p, end.GetExitCode(), end.GetStatus())
+		close(done)
 	}
 	// Subscribe before starting so not a byte of early output is missed.
 	sub := p.events.subscribe()
 	defer sub.unsubscribe()
-	if err := p.start(s.a.reaper, sp, requestTimeout(req.Header())); err != nil {
+	if err := s.a.startPooled(p, req.Msg, acct, sp, requestTimeout(req.Header()), done); err != nil {
 		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("start %q: %w", req.Msg.GetProcess().GetCmd(), err))
 	}
 	s.a.log.Debug("process started", "pid", p.pid, "cmd", sp.cmd.Path, "user", acct.Name)

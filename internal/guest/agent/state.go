@@ -70,6 +70,9 @@ type initRequest struct {
 	EgressCA string `json:"egressCA,omitempty"`
 	// Volumes is forkbox's: where the sandbox's volumes appear (volumes.go).
 	Volumes []volumeLink `json:"forkboxVolumes,omitempty"`
+	// CommandPool is forkbox's: how many login shells to keep ready for
+	// commands.run (0 turns the command pool off); absent keeps the agent's.
+	CommandPool *int `json:"commandPool,omitempty"`
 }
 
 // apply merges an /init request into the state. Env vars are merged, not

@@ -1,0 +1,176 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	pb "github.com/forkbox/forkbox/api/gen/process"
+)
+
+// errPoolUnusable marks a shell whose profile printed or failed: its
+// configuration is not pooled until the profile files change.
+var errPoolUnusable = errors.New("login profile printed output or ended with a non-zero status")
+
+// startShell starts one login shell for rc and waits until its profile ran.
+func (sp *shellPool) startShell(rc *poolRecipe) (*pooledShell, error) {
+	req := &pb.StartRequest{Process: &pb.ProcessConfig{
+		Cmd: "/bin/bash", Args: []string{"-l", "-c", poolWrapper}, Cwd: rc.cwd, Envs: rc.envs,
+	}}
+	s, err := sp.a.buildSpawn(req, rc.acct)
+	if err != nil {
+		return nil, err
+	}
+	key := spawnKey(s)
+	sp.mu.Lock()
+	bad := sp.badKey == key
+	sp.key = key
+	sp.mu.Unlock()
+	if bad {
+		return nil, errPoolUnusable
+	}
+	home := envValue(s.cmd.Env, "HOME")
+	sh := &pooledShell{key: key, home: home, fp: profileFingerprint(home), fwd: make(chan syscall.WaitStatus, 1)}
+	var ends shellEnds
+	pid, status, err := sp.a.reaper.start(func() (int, error) {
+		if err := ends.open(s.cmd, sh); err != nil {
+			return 0, err
+		}
+		if err := s.cmd.Start(); err != nil {
+			return 0, err
+		}
+		return s.cmd.Process.Pid, nil
+	})
+	ends.closeChild()
+	if err != nil {
+		ends.closeParent(sh)
+		return nil, err
+	}
+	_ = s.cmd.Process.Release()
+	limitChild(pid)
+	sh.pid, sh.status = pid, status
+	go sp.watch(sh)
+	b, err := waitReady(ends.ready)
+	ends.ready.Close()
+	if err == nil && (b != 'r' || pending(sh.stdout) || pending(sh.stderr)) {
+		sp.mu.Lock()
+		sp.badKey = key
+		sp.mu.Unlock()
+		err = errPoolUnusable
+	}
+	if err != nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		return nil, fmt.Errorf("pooled shell %d: %w", pid, err)
+	}
+	return sh, nil
+}
+
+// shellEnds are the pipes of a shell being started.
+type shellEnds struct {
+	child []*os.File // closed once the child has them
+	ready *os.File   // parent's end of fd 4
+}
+
+// open makes the shell's pipes: stdin, stdout, stderr, fd 3 (the command
+// in) and fd 4 (ready out).
+func (e *shellEnds) open(cmd *exec.Cmd, sh *pooledShell) error {
+	pair := func(childReads bool) (parent *os.File, err error) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		if childReads {
+			e.child = append(e.child, r)
+			return w, nil
+		}
+		e.child = append(e.child, w)
+		return r, nil
+	}
+	var err error
+	if sh.stdin, err = pair(true); err != nil {
+		return err
+	}
+	if sh.stdout, err = pair(false); err != nil {
+		return err
+	}
+	if sh.stderr, err = pair(false); err != nil {
+		return err
+	}
+	if sh.ctl, err = pair(true); err != nil {
+		return err
+	}
+	if e.ready, err = pair(false); err != nil {
+		return err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.child[0], e.child[1], e.child[2]
+	cmd.ExtraFiles = []*os.File{e.child[3], e.child[4]}
+	return nil
+}
+
+func (e *shellEnds) closeChild() {
+	for _, f := range e.child {
+		f.Close()
+	}
+}
+
+func (e *shellEnds) closeParent(sh *pooledShell) {
+	sh.closeAll()
+	if e.ready != nil {
+		e.ready.Close()
+	}
+}
+
+// pending reports whether a pipe holds unread bytes.
+func pending(f *os.File) bool {
+	n, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCINQ)
+	return err != nil || n > 0
+}
+
+// spawnKey is everything of a prepared process a pooled shell must share
+// with it: credentials, cwd, environment and the profile files' state.
+func spawnKey(s spawn) string {
+	var b strings.Builder
+	if c := s.cmd.SysProcAttr.Credential; c != nil {
+		fmt.Fprintf(&b, "%d:%d:%v\x00", c.Uid, c.Gid, c.Groups)
+	}
+	b.WriteString(s.cmd.Dir + "\x00")
+	b.WriteString(strings.Join(s.cmd.Env, "\x00") + "\x00")
+	b.WriteString(profileFingerprint(envValue(s.cmd.Env, "HOME")))
+	return b.String()
+}
+
+// profileFingerprint names the state of the files a bash login shell reads
+// (and of the directories Debian's ~/.profile tests for), so a shell started
+// before one of them changed is not used.
+func profileFingerprint(home string) string {
+	paths := []string{"/etc/profile", "/etc/bash.bashrc", "/etc/profile.d"}
+	if d, err := os.ReadDir("/etc/profile.d"); err == nil {
+		for _, e := range d {
+			paths = append(paths, filepath.Join("/etc/profile.d", e.Name()))
+		}
+	}
+	if home != "" {
+		for _, n := range []string{".bash_profile", ".bash_login", ".profile", ".bashrc", "bin", ".local/bin"} {
+			paths = append(paths, filepath.Join(home, n))
+		}
+	}
+	var b strings.Builder
+	for _, p := range slices.Compact(paths) {
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			b.WriteString("-\x00")
+			continue
+		}
+		b.WriteString(strconv.FormatUint(st.Ino, 10) + ":" + strconv.FormatInt(st.Size, 10) + ":" +
+			strconv.FormatInt(st.Mtim.Nano(), 10) + ":" + strconv.FormatInt(st.Ctim.Nano(), 10) + "\x00")
+	}
+	return b.String()
+}
