@@ -44,7 +44,7 @@ func TestCommandPoolMatchesFreshInSandbox(t *testing.T) {
 	cases := []struct{ name, cmd, stdin string }{
 		{"echo", "echo hi", ""},
 		{"environment", "env | grep -v -e '^HOSTNAME=' | sort", ""},
-		{"identity", `id; pwd; umask; echo "$0|$-|$SHLVL|$#|$_|$?|$SECONDS"; shopt login_shell; echo "$BASH_EXECUTION_STRING"`, ""},
+		{"identity", `id; pwd; umask; echo "$0|$-|$SHLVL|$#|$_|$?|$((SECONDS < 2))"; shopt login_shell; echo "$BASH_EXECUTION_STRING"`, ""},
 		{"limits", `ulimit -a; grep -E '^(Uid|Gid|Groups|NoNewPrivs|Cap(Inh|Prm|Eff|Bnd)):' /proc/$$/status; grep -E '^Sig(Blk|Ign):|^Cpus_allowed_list' /proc/self/status; :`, ""},
 		{"descriptors", `ls /proc/$$/fd; readlink /proc/$$/fd/0 | sed 's/:\[[0-9]*\]//'; :`, ""},
 		{"stdin", `read -r line; echo "got $line"; cat`, "one\ntwo\n"},
