@@ -251,7 +251,7 @@ func TestApplyAllOrNothing(t *testing.T) {
 	if got := readFile(t, ctx, target, "/home/user/a.txt"); got != "base\n" {
 		t.Errorf("a.txt after a failed apply = %q, want base", got)
 	}
-	if out := sh(t, ctx, target, "ls -a / /home/user | grep forkbox || true"); out != "" {
+	if out := sh(t, ctx, target, "ls -a / /home/user | grep forkbox-apply || true"); out != "" {
 		t.Errorf("left behind: %s", out)
 	}
 	if st := state(t, ctx, c, forks[0].Sandbox.SandboxID); st != "running" {
