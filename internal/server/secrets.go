@@ -61,17 +61,27 @@ func (s *Server) secretsOr501(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// decodeSecretBody reads a create's or update's body, which must carry a
+// value; false means the error has been answered.
+func decodeSecretBody(w http.ResponseWriter, r *http.Request) (secretBody, bool) {
+	var b secretBody
+	if err := decodeBody(w, r, &b, false); err != nil {
+		writeError(w, err)
+		return b, false
+	}
+	if b.Value == nil {
+		writeStatus(w, http.StatusBadRequest, "value is required")
+		return b, false
+	}
+	return b, true
+}
+
 func (s *Server) createSecret(w http.ResponseWriter, r *http.Request) {
 	if !s.secretsOr501(w, r) {
 		return
 	}
-	var b secretBody
-	if err := decodeBody(w, r, &b, false); err != nil {
-		writeError(w, err)
-		return
-	}
-	if b.Value == nil {
-		writeStatus(w, http.StatusBadRequest, "value is required")
+	b, ok := decodeSecretBody(w, r)
+	if !ok {
 		return
 	}
 	info, err := s.cfg.Secrets.Create(r.Context(), b.Name, *b.Value, b.Metadata)
@@ -86,13 +96,8 @@ func (s *Server) updateSecret(w http.ResponseWriter, r *http.Request) {
 	if !s.secretsOr501(w, r) {
 		return
 	}
-	var b secretBody
-	if err := decodeBody(w, r, &b, false); err != nil {
-		writeError(w, err)
-		return
-	}
-	if b.Value == nil {
-		writeStatus(w, http.StatusBadRequest, "value is required")
+	b, ok := decodeSecretBody(w, r)
+	if !ok {
 		return
 	}
 	info, err := s.cfg.Secrets.Update(r.Context(), r.PathValue("id"), *b.Value, b.Metadata)
