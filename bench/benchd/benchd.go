@@ -53,6 +53,9 @@ type Daemon struct {
 	networkIndex int
 }
 
+// NetworkIndex is the daemon's --network-index.
+func (d *Daemon) NetworkIndex() int { return d.networkIndex }
+
 // Start runs `<bin>/forkbox serve` on a fresh temporary data dir and waits
 // until it answers /health. The daemon dies with this program (Pdeathsig).
 func Start(ctx context.Context, o Options) (*Daemon, error) {

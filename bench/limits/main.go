@@ -39,6 +39,7 @@ import (
 
 	"github.com/forkbox/forkbox/bench/benchd"
 	"github.com/forkbox/forkbox/client"
+	"github.com/forkbox/forkbox/internal/daemon"
 	"github.com/forkbox/forkbox/internal/daemon/daemonproc"
 )
 
@@ -193,7 +194,15 @@ func (b *build) cgroup(id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join("/sys/fs/cgroup/memory/forkbox", cid), nil
+	// Daemons before per-index cgroup parents put every sandbox under
+	// "forkbox"; newer ones under daemon.CgroupParent of their index.
+	for _, parent := range []string{daemon.CgroupParent(b.d.NetworkIndex()), "forkbox"} {
+		dir := filepath.Join("/sys/fs/cgroup/memory", parent, cid)
+		if _, err := os.Stat(dir); err == nil {
+			return dir, nil
+		}
+	}
+	return "", fmt.Errorf("no memory cgroup for container %s", cid)
 }
 
 // headroomResult is what a sandbox of memoryMB may use and what the host

@@ -44,6 +44,9 @@ func newRuntime(ctx context.Context, o Options, den *egress.Denials) (runtime.Ru
 		Net:       nm,
 		Logger:    o.Logger,
 		Standby:   o.Standby,
+		// Its own cgroup parent, like its own networks: a test or bench
+		// counting one daemon's cgroups must not see another's.
+		CgroupParent: CgroupParent(o.NetworkIndex),
 	})
 	if err != nil {
 		eg.close()
@@ -79,6 +82,16 @@ func tuneHugePages(log *slog.Logger) {
 	if err != nil {
 		log.Warn("host huge pages: cannot enable, sandboxes use small pages (slower restores)", "err", err)
 	}
+}
+
+// CgroupParent is the cgroup (under every v1 controller) that the daemon of
+// network index n puts its sandboxes' cgroups in: "forkbox" for the default
+// daemon, "forkbox<n>" for the others, as its firewall table is named.
+func CgroupParent(n int) string {
+	if n > 0 {
+		return fmt.Sprintf("forkbox%d", n)
+	}
+	return "forkbox"
 }
 
 // networkConfig gives daemon number o.NetworkIndex its own subnet, names and

@@ -49,7 +49,6 @@ const (
 func TestChaos(t *testing.T) {
 	seed, rounds := seedAndRounds(t)
 	t.Logf("chaos seed %d, %d rounds (replay: FORKBOX_CHAOS_SEED=%d)", seed, rounds, seed)
-	base := cgroupBaseline()
 	reg := ocitest.Registry(t)
 	ocitest.Push(t, ocitest.Host(reg), "fbx/busybox:1", v1.Config{Env: []string{"PATH=/bin"}, Cmd: []string{"sh"}},
 		[]v1.Layer{ocitest.BusyboxLayer(t, nil)})
@@ -61,7 +60,7 @@ func TestChaos(t *testing.T) {
 		// once unpacked, so every blob on disk is a leak.
 		"--registry-mirror", "docker.io=" + reg, "--oci-blob-cache", "0",
 	}})
-	r := &run{t: t, d: d, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), base: base, start: time.Now()}
+	r := &run{t: t, d: d, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), start: time.Now()}
 	r.connect()
 	start := time.Now()
 	n := 0
@@ -109,7 +108,6 @@ type run struct {
 	d     *daemontest.Daemon
 	c     *client.Client
 	rng   *rand.Rand // only the round's goroutine draws from it
-	base  map[string]bool
 	kills int
 	stats stats
 	// start is when the run began; pids are its daemons' process ids, one

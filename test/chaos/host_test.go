@@ -14,30 +14,21 @@ import (
 	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
 
+	"github.com/forkbox/forkbox/internal/daemon"
 	"github.com/forkbox/forkbox/internal/daemon/daemontest"
 	"github.com/forkbox/forkbox/internal/runtime/gvisor"
 )
 
 // cgroupControllers are the cgroup v1 hierarchies a sandbox gets a cgroup
-// in (below forkbox/, named by its container).
+// in (below the daemon's cgroup parent, named by its container).
 var cgroupControllers = []string{"memory", "pids", "cpu"}
 
-const cgroupParent = "/sys/fs/cgroup/%s/forkbox"
-
-// cgroupBaseline is the sandbox cgroups on the host before the run (other
-// daemons' on a shared machine): they are not the run's to account for.
-func cgroupBaseline() map[string]bool {
-	out := map[string]bool{}
-	for _, c := range cgroupControllers {
-		for _, name := range cgroupDirs(c) {
-			out[c+"/"+name] = true
-		}
-	}
-	return out
-}
-
+// cgroupDirs are the sandbox cgroups of the run's daemon under controller:
+// its cgroup parent is its own (daemon.CgroupParent), so other daemons on
+// the machine never show up here.
 func cgroupDirs(controller string) []string {
-	ents, _ := os.ReadDir(fmt.Sprintf(cgroupParent, controller))
+	parent := daemon.CgroupParent(daemontest.NetworkIndex())
+	ents, _ := os.ReadDir(filepath.Join("/sys/fs/cgroup", controller, parent))
 	var out []string
 	for _, e := range ents {
 		if e.IsDir() {
@@ -64,13 +55,7 @@ func (r *run) hostProblems(l listed) []string {
 	p.same("runsc containers", r.runscList(root, &p), want)
 	p.same("network namespaces", netnsNames(), want)
 	for _, c := range cgroupControllers {
-		var mine []string
-		for _, name := range cgroupDirs(c) {
-			if !r.base[c+"/"+name] {
-				mine = append(mine, name)
-			}
-		}
-		p.same(c+" cgroups", mine, want)
+		p.same(c+" cgroups", cgroupDirs(c), want)
 	}
 	links := r.links(&p)
 	p.same("host links' sandboxes", slices.Sorted(maps.Values(links)), want)
