@@ -4,6 +4,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/forkbox/forkbox/internal/netns/testnet"
 )
 
 // The "outside world" of the policy tests: a namespace this test creates,
@@ -43,6 +45,7 @@ func outsideCleanup() {
 // the namespace.
 func setupOutside(t *testing.T) string {
 	t.Helper()
+	testnet.Lock(t)
 	outsideCleanup() // leftovers of an interrupted run
 	t.Cleanup(outsideCleanup)
 	ipRun(t, "netns", "add", outNS)

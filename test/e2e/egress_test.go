@@ -21,6 +21,8 @@ import (
 
 	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
+
+	"github.com/forkbox/forkbox/internal/netns/testnet"
 )
 
 // The outside world of the egress test: namespace egr-out, joined to the
@@ -65,6 +67,7 @@ func egrCleanup() {
 // `ip route get` that every server address goes through the test's veth.
 func setupEgressOutside(t *testing.T) {
 	t.Helper()
+	testnet.Lock(t)
 	egrCleanup()
 	t.Cleanup(egrCleanup)
 	ipCmd(t, "netns", "add", egrNS)

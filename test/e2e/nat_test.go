@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/forkbox/forkbox/client"
+	"github.com/forkbox/forkbox/internal/netns/testnet"
 )
 
 // The outside world of the NAT test: a network namespace this test creates,
@@ -50,7 +51,8 @@ func natCleanup() {
 // setupOutsideNS creates the outside namespace and its veth link.
 func setupOutsideNS(t *testing.T) {
 	t.Helper()
-	natCleanup() // leftovers of an interrupted run
+	testnet.Lock(t) // its names are fixed: one run at a time
+	natCleanup()    // leftovers of an interrupted run
 	t.Cleanup(natCleanup)
 	ipCmd(t, "netns", "add", natNS)
 	ipCmd(t, "link", "add", natHostLink, "type", "veth", "peer", "name", natNSLink, "netns", natNS)
