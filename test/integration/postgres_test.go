@@ -3,7 +3,10 @@ package integration
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,13 +24,23 @@ import (
 
 // startOnDatabase starts a daemon keeping its records in the PostgreSQL
 // database url, under node id node; index > 0 gives it its own network.
-func startOnDatabase(t *testing.T, url, node string, index int) *daemontest.Daemon {
-	args := []string{"--database", url, "--node-id", node}
+func startOnDatabase(t *testing.T, url, node string, index int, extra ...string) *daemontest.Daemon {
+	args := append([]string{"--database", url, "--node-id", node}, extra...)
 	if index > 0 {
 		args = append(args, "--network-index", fmt.Sprint(index))
 		t.Cleanup(func() { exec.Command("nft", "delete", "table", "inet", fmt.Sprintf("forkbox%d", index)).Run() })
 	}
 	return daemontest.Start(t, daemontest.Options{ExtraArgs: args})
+}
+
+// freeAddr is a free loopback address (host:port).
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // secondIndex is a network index no other test process's daemons take
@@ -42,13 +55,28 @@ func TestPostgresTwoDaemons(t *testing.T) {
 	ctx := daemontest.Context(t)
 	url := pgtest.Start(t).NewDatabase(t)
 	var a, b *daemontest.Daemon
+	tlsA, tlsB := freeAddr(t), freeAddr(t)
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); a = startOnDatabase(t, url, "node-a", 0) }()
-	go func() { defer wg.Done(); b = startOnDatabase(t, url, "node-b", secondIndex()) }()
+	go func() { defer wg.Done(); a = startOnDatabase(t, url, "node-a", 0, "--tls-listen", tlsA) }()
+	go func() { defer wg.Done(); b = startOnDatabase(t, url, "node-b", secondIndex(), "--tls-listen", tlsB) }()
 	wg.Wait()
 	if a == nil || b == nil {
 		t.Fatal("a daemon did not start")
+	}
+	// Both nodes' TLS listeners present a certificate a client trusting
+	// the cluster's one CA (as written by node a) accepts.
+	roots := x509.NewCertPool()
+	if pemA, err := os.ReadFile(filepath.Join(a.DataDir, "tls", "ca.pem")); err != nil || !roots.AppendCertsFromPEM(pemA) {
+		t.Fatalf("node a's CA: %v", err)
+	}
+	for _, addr := range []string{tlsA, tlsB} {
+		conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: roots, ServerName: "localhost"})
+		if err != nil {
+			t.Errorf("TLS to %s with the cluster CA: %v", addr, err)
+			continue
+		}
+		conn.Close()
 	}
 	for _, rel := range []string{"api-key", "tls/ca.pem", "tls/ca-key.pem", "egress-ca/ca.pem", "egress-ca/ca-key.pem", "secrets.key"} {
 		fa, errA := os.ReadFile(filepath.Join(a.DataDir, rel))
