@@ -13,6 +13,24 @@ import (
 	"github.com/forkbox/forkbox/internal/tlsca"
 )
 
+// openData opens the records, loads (or makes) what the data dir or the
+// cluster keeps, and issues the TLS listener's certificate of that CA.
+func openData(ctx context.Context, o *Options, lns *listeners) (*store.Store, string, *secrets.Vault, error) {
+	st, err := openStore(ctx, *o)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	key, vault, err := prepareData(ctx, o, st)
+	if err == nil {
+		err = lns.tls.certify(*o)
+	}
+	if err != nil {
+		st.Close()
+		return nil, "", nil, err
+	}
+	return st, key, vault, nil
+}
+
 // openStore opens the records: the PostgreSQL of --database, shared by a
 // cluster of daemons, or the data dir's SQLite file.
 func openStore(ctx context.Context, o Options) (*store.Store, error) {

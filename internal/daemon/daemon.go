@@ -127,15 +127,11 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer lns.close()
-	st, err := openStore(ctx, o)
+	st, key, vault, err := openData(ctx, &o, lns)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	key, vault, err := prepareData(ctx, &o, st)
-	if err != nil {
-		return err
-	}
 	tpls, imgs, err := templatesAndImages(ctx, o, st)
 	if err != nil {
 		return err
