@@ -144,6 +144,8 @@ func TestPostgresKill9Restart(t *testing.T) {
 	if err := c.Pause(ctx, paused.SandboxID); err != nil {
 		t.Fatal(err)
 	}
+	// The pause finishes in the background: kill the daemon once it has.
+	waitFor(t, time.Minute, func() bool { return state(t, ctx, c, paused.SandboxID) == "paused" })
 	snap, err := c.Snapshot(ctx, running.SandboxID, "pg-snap")
 	if err != nil {
 		t.Fatal(err)
