@@ -115,6 +115,14 @@ func TestPostgresTwoDaemons(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].SandboxID != sb.SandboxID || list[0].ClientID != "node-a" {
 		t.Errorf("b lists %+v (%v), want a's sandbox on node-a", list, err)
 	}
+	// Until requests are forwarded, b leaves a's sandbox alone: it is a's
+	// to run (b answers 404), and it keeps running.
+	if err := cb.KillSandbox(ctx, sb.SandboxID); !client.IsNotFound(err) {
+		t.Errorf("b kills a's sandbox: %v, want 404", err)
+	}
+	if got := sh(t, ctx, sb.Conn(), "echo still"); got != "still" {
+		t.Errorf("a's sandbox after b's kill answers %q", got)
+	}
 	// Clean up through a, which runs them (b's stop would kill every
 	// sandbox it lists, a's included).
 	for _, err := range []error{ca.KillSandbox(ctx, sb.SandboxID), ca.DeleteSnapshot(ctx, snap.SnapshotID), ca.DeleteVolume(ctx, vol.ID)} {
