@@ -4,7 +4,8 @@
 #                           e2fsprogs (volumes)
 #   scripts/deps.sh test    that plus what the tests need (make test): Node.js/npm and the
 #                           npm E2B clients, Debian's Python libraries, procps, systemd-analyze
-#                           (the unit file check) and Chromium (the dashboard's browser test)
+#                           (the unit file check), Chromium (the dashboard's browser test) and
+#                           PostgreSQL (the store's conformance suite, --database tests)
 # Without an argument it installs everything (test). Idempotent and quick when
 # everything is there already.
 set -euo pipefail
@@ -40,6 +41,9 @@ if [ "$mode" = test ]; then
 	# internal/oci builds a static busybox image (no libc, no bash) for its tests.
 	dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
 	command -v chromium >/dev/null || need+=(chromium)
+	# internal/store/pgtest runs Debian's PostgreSQL (initdb into a temp dir) for the
+	# store conformance suite and the --database integration tests.
+	compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
 fi
 if [ ${#need[@]} -gt 0 ]; then
 	echo ">> apt-get install ${need[*]}"

@@ -55,7 +55,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		OCIBlobCacheMB: blobCache, VolumeSizeMB: volumeSize,
 		Limits: sandbox.Limits{MaxCPUs: maxCPUs, MaxMemoryMB: maxMem, MaxDiskMB: maxDisk},
 		Logger: log, Out: cmd.ErrOrStderr(),
-		SecretsKeyFile: str("secrets-key-file"), OIDCIssuer: str("oidc-issuer"),
+		SecretsKeyFile: str("secrets-key-file"), OIDCIssuer: str("oidc-issuer"), Database: str("database"), NodeID: str("node-id"),
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // ServeFunc runs the daemon for "forkbox serve". cmd/forkbox sets it before
@@ -22,7 +23,8 @@ the agents in the sandboxes, and the TTL sweeper. It stops cleanly on SIGINT or
 SIGTERM; paused sandboxes and snapshots survive restarts in --data-dir.`,
 		Example: `  forkbox serve
   forkbox serve --listen 0.0.0.0:3000 --data-dir /srv/forkbox --log-level debug
-  forkbox serve --domain forkbox.test --tls-listen 127.0.0.1:443`,
+  forkbox serve --domain forkbox.test --tls-listen 127.0.0.1:443
+  forkbox serve --database postgres://forkbox@db.internal:5432/forkbox`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ServeFunc == nil {
@@ -68,6 +70,14 @@ SIGTERM; paused sandboxes and snapshots survive restarts in --data-dir.`,
 	f.Int("oci-blob-cache", 1024, "MiB of pulled image layers (compressed) kept after their images are unpacked, so a later pull skips the download; "+
 		"the least recently used go first (0: none kept, -1: no bound)")
 	f.String("secrets-key-file", "", "file of the AES-256 key (64 hex digits, mode 0600) secret values are encrypted with (default: <data-dir>/secrets.key, made at first start)")
+	databaseFlags(f)
 	f.String("oidc-issuer", "", "URL of this daemon as the OIDC issuer of sandboxes' workload identity tokens (iam.tokens); relying parties fetch <URL>/.well-known/openid-configuration (default: http://<listen address>)")
 	return cmd
+}
+
+// databaseFlags are the flags of a daemon sharing its records with others.
+func databaseFlags(f *pflag.FlagSet) {
+	f.String("database", "", "postgres://user:pass@host:port/db URL of a PostgreSQL that keeps the records (sandboxes, snapshots, templates, secrets, volumes, API keys) "+
+		"and the cluster-wide keys and CAs, shared by every daemon given the same URL (default: SQLite in --data-dir)")
+	f.String("node-id", "", "this daemon's name in the records (sandboxes' clientID): daemons sharing a --database each need their own (default: the host name)")
 }

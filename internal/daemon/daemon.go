@@ -70,6 +70,13 @@ type Options struct {
 	// values are sealed with (--secrets-key-file); empty: made at first
 	// start in <data-dir>/secrets.key.
 	SecretsKeyFile string
+	// NodeID names this daemon in records (the sandboxes' clientID) so
+	// daemons sharing a Database tell their own apart (--node-id; empty:
+	// the host name).
+	NodeID string
+	// Database is the postgres:// URL of a PostgreSQL shared by a cluster
+	// of daemons (--database); empty: SQLite in DataDir.
+	Database string
 	// OIDCIssuer is the issuer URL of workload identity tokens
 	// (--oidc-issuer); empty: http://<Listen>.
 	OIDCIssuer string
@@ -120,15 +127,11 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer lns.close()
-	st, err := store.Open(ctx, o.DataDir)
+	st, key, vault, err := openData(ctx, &o, lns)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	key, vault, err := prepareData(ctx, &o, st)
-	if err != nil {
-		return err
-	}
 	tpls, imgs, err := templatesAndImages(ctx, o, st)
 	if err != nil {
 		return err
@@ -183,7 +186,7 @@ func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.St
 		Limits: limits, Volumes: vols, VolumeSizeMB: o.VolumeSizeMB,
 		Runtime: rt, Store: st, Logger: o.Logger, Events: events, Observer: obs, MaxSandboxes: o.MaxSandboxes,
 		DefaultTimeout: o.DefaultTimeout, SweepInterval: o.SweepInterval,
-		AgentArgs: []string{template.AgentInRootFS}, ClientID: hostname(),
+		AgentArgs: []string{template.AgentInRootFS}, ClientID: o.NodeID,
 		Images: imgs.disk, Content: imgs.content,
 		PoolSize: o.PoolSize, PoolTemplates: []string{template.BaseID, template.CodeInterpreterID}, PoolRecent: o.PoolRecent,
 		CloneConcurrency: o.CloneConcurrency, NetworkOpened: o.Egress.Open,
@@ -221,6 +224,14 @@ func fillOptions(o *Options) error {
 	}
 	if o.NetworkIndex < 0 || o.NetworkIndex > 50 {
 		return fmt.Errorf("network index %d out of 0..50", o.NetworkIndex)
+	}
+	if o.NodeID == "" {
+		o.NodeID = hostname()
+	}
+	if o.Database != "" {
+		if _, err := store.ParseURL(o.Database); err != nil {
+			return fmt.Errorf("--database: %w", err)
+		}
 	}
 	var err error
 	if o.MaxSandboxes, err = maxSandboxes(o.MaxSandboxes); err != nil {

@@ -19,6 +19,12 @@ import (
 	"github.com/forkbox/forkbox/internal/tlsca"
 )
 
+// The egress CA's directory under the data dir and its name.
+const (
+	egressCADir  = "egress-ca"
+	egressCAName = "forkbox egress CA"
+)
+
 // EgressOptions configure sandbox egress rules and the egress proxy.
 type EgressOptions struct {
 	// Open lists forbidden ranges (private, link-local…) sandboxes' rules
@@ -47,7 +53,7 @@ type EgressOptions struct {
 // with — a CA of its own, apart from the data plane's in <data-dir>/tls,
 // since every sandbox trusts it — and the roots it verifies servers with.
 func (e *EgressOptions) prepare(dataDir string) error {
-	ca, err := tlsca.LoadOrCreateCA(filepath.Join(dataDir, "egress-ca"), "forkbox egress CA")
+	ca, err := tlsca.LoadOrCreateCA(filepath.Join(dataDir, egressCADir), egressCAName)
 	if err != nil {
 		return fmt.Errorf("egress ca: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/store"
 )
 
@@ -35,8 +36,13 @@ func ensureAPIKey(ctx context.Context, st *store.Store, dataDir string) (string,
 	b, err := os.ReadFile(path)
 	if err == nil {
 		key := strings.TrimSpace(string(b))
-		if ok, err := st.HasAPIKey(ctx, key); err != nil || !ok {
-			if err := st.AddAPIKey(ctx, "default", key, time.Now()); err != nil {
+		ok, err := st.HasAPIKey(ctx, key)
+		if err != nil {
+			return "", fmt.Errorf("api key: %w", err)
+		}
+		if !ok {
+			// Already there: another daemon of the cluster added it first.
+			if err := st.AddAPIKey(ctx, "default", key, time.Now()); err != nil && !errors.Is(err, errdefs.ErrAlreadyExists) {
 				return "", err
 			}
 		}

@@ -49,6 +49,11 @@ func (e *egressProxy) expander(nm *netns.Manager, hook *fillHook) egress.Expande
 // prepareData loads (or makes, at first start) what the data dir keeps
 // besides the database: the egress CA, the secrets key, the API key.
 func prepareData(ctx context.Context, o *Options, st *store.Store) (string, *secrets.Vault, error) {
+	if st.Postgres() {
+		if err := shareClusterFiles(ctx, *o, st); err != nil {
+			return "", nil, err
+		}
+	}
 	if err := o.Egress.prepare(o.DataDir); err != nil {
 		return "", nil, err
 	}

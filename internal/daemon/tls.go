@@ -21,6 +21,9 @@ type tlsFront struct {
 	ln     net.Listener
 	hs     *http.Server
 	caPath string // the generated CA to trust; "" with --tls-cert
+	// deferred: the certificate is issued by certify, after start-up
+	// fetched the cluster's CA.
+	deferred bool
 }
 
 // listenTLS opens o.TLSListen with its certificate; serving starts later
@@ -32,17 +35,39 @@ func listenTLS(o Options) (*tlsFront, error) {
 		}
 		return nil, nil
 	}
-	cert, caPath, err := tlsCertificate(o)
-	if err != nil {
-		return nil, err
+	// With --database the CA is the cluster's, which the data dir holds
+	// only once prepareData wrote it there: certify issues the leaf then.
+	deferred := o.Database != "" && o.TLSCert == "" && o.TLSKey == ""
+	var certs []tls.Certificate
+	var caPath string
+	if !deferred {
+		cert, path, err := tlsCertificate(o)
+		if err != nil {
+			return nil, err
+		}
+		certs, caPath = []tls.Certificate{cert}, path
 	}
 	ln, err := net.Listen("tcp", o.TLSListen)
 	if err != nil {
 		return nil, fmt.Errorf("tls listen: %w", err)
 	}
 	hs := server.NewHTTPServer(nil, o.Logger)
-	hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	return &tlsFront{ln: ln, hs: hs, caPath: caPath}, nil
+	hs.TLSConfig = &tls.Config{Certificates: certs, MinVersion: tls.VersionTLS12}
+	return &tlsFront{ln: ln, hs: hs, caPath: caPath, deferred: deferred}, nil
+}
+
+// certify issues the deferred leaf (see listenTLS); a nil f, or one with
+// its certificate, has nothing to do.
+func (f *tlsFront) certify(o Options) error {
+	if f == nil || !f.deferred {
+		return nil
+	}
+	cert, caPath, err := tlsCertificate(o)
+	if err != nil {
+		return err
+	}
+	f.hs.TLSConfig.Certificates, f.caPath, f.deferred = []tls.Certificate{cert}, caPath, false
+	return nil
 }
 
 // start serves h on the TLS listener, sending the end of serving to errc;

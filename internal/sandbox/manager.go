@@ -54,7 +54,9 @@ type Config struct {
 	AgentWait time.Duration
 	// EnvdVersion is reported to clients; SDKs gate features on it.
 	EnvdVersion string
-	// ClientID is reported as the sandboxes' clientID (the host's name).
+	// ClientID is reported as the sandboxes' clientID (the node's id,
+	// by default the host's name); records of another ClientID in a
+	// shared database are another daemon's.
 	ClientID string
 	// Images keeps pause images and snapshots; nil means an images.Disk
 	// rooted at ImageDir. One of the two is required.

@@ -33,6 +33,9 @@ func (m *Manager) Recover(ctx context.Context) error {
 	known := make(map[string]bool, len(recs))
 	var errs []error
 	for _, rec := range recs {
+		if !m.owns(rec.ClientID) {
+			continue // another daemon's, of the same database: it recovers its own
+		}
 		known[rec.ID] = true
 		errs = append(errs, m.recoverOne(ctx, rec, live[rec.ID]))
 	}
@@ -161,3 +164,9 @@ func (m *Manager) removeOrphanImages(ctx context.Context) {
 		m.log.Error("remove orphan images", "err", err)
 	}
 }
+
+// owns reports whether a record made on node is this daemon's to run: its
+// own (ClientID is the node's id), or one from before ids were recorded.
+// Daemons sharing one PostgreSQL see each other's records and must not
+// settle them against their own runtime.
+func (m *Manager) owns(node string) bool { return node == "" || node == m.cfg.ClientID }

@@ -172,7 +172,9 @@ func (m *Manager) EnsureVolumes(ctx context.Context) error {
 	}
 	var errs []error
 	for _, v := range vs {
-		errs = append(errs, m.cfg.Volumes.Ensure(ctx, v.ID))
+		if m.owns(v.Node) { // another node's volume lives on its disk
+			errs = append(errs, m.cfg.Volumes.Ensure(ctx, v.ID))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -32,6 +33,11 @@ func (s *Server) authenticate(r *http.Request) error {
 		return fmt.Errorf("missing API key: send it in the X-API-Key header: %w", errdefs.ErrUnauthenticated)
 	}
 	ok, err := s.keys.HasAPIKey(r.Context(), key)
+	if errors.Is(err, errdefs.ErrUnavailable) {
+		// The database is away (a PostgreSQL restart): 503, retry later.
+		s.log.Warn("check API key", "err", err)
+		return fmt.Errorf("check API key: the database is unavailable, retry later: %w", errdefs.ErrUnavailable)
+	}
 	if err != nil {
 		s.log.Error("check API key", "err", err)
 		return fmt.Errorf("check API key: %w", errdefs.ErrInternal)

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"time"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
 )
 
 // API keys are stored hashed: the database never holds a usable key.
@@ -19,6 +21,9 @@ func (s *Store) AddAPIKey(ctx context.Context, name, key string, now time.Time) 
 	_, err := s.db.ExecContext(ctx,
 		`INSERT INTO api_keys(key_hash, name, created_at) VALUES(?,?,?)`,
 		hashKey(key), name, now.UnixNano())
+	if isUnique(err) {
+		return fmt.Errorf("add api key %q: %w", name, errdefs.ErrAlreadyExists)
+	}
 	if err != nil {
 		return fmt.Errorf("add api key: %w", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
@@ -43,7 +42,7 @@ func (s *Store) CreateSecret(ctx context.Context, sec *Secret) error {
 		VALUES(?,?,?,?,?,?,?,?)`, sec.ID, seq, sec.Name, sec.Version, string(md), sec.Sealed,
 		sec.CreatedAt.UnixNano(), sec.UpdatedAt.UnixNano())
 	if err != nil {
-		if strings.Contains(err.Error(), "UNIQUE") {
+		if isUnique(err) {
 			return fmt.Errorf("secret %q: %w", sec.Name, errdefs.ErrAlreadyExists)
 		}
 		return fmt.Errorf("create secret: %w", err)

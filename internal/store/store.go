@@ -1,6 +1,7 @@
 // Package store keeps forkbox's metadata (sandboxes, templates, API keys) in
-// an embedded SQLite database, so a restarted daemon knows every sandbox it
-// had. It stores records; it does not decide anything about them.
+// an embedded SQLite database, or in PostgreSQL for a cluster of daemons
+// (OpenURL), so a restarted daemon knows every sandbox it had. It stores
+// records; it does not decide anything about them.
 package store
 
 import (
@@ -17,7 +18,7 @@ import (
 
 // Store is the metadata database. It is safe for concurrent use.
 type Store struct {
-	db *sql.DB
+	db *db
 }
 
 // Open opens (creating if needed) the database in dir and migrates it.
@@ -32,17 +33,17 @@ func OpenPath(ctx context.Context, path string) (*Store, error) {
 	if path == ":memory:" {
 		dsn = "file::memory:?_pragma=foreign_keys(on)"
 	}
-	db, err := sql.Open("sqlite", dsn)
+	sqlDB, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	// One connection: SQLite serialises writers anyway, and a single
 	// connection makes every transaction see the previous one's writes
 	// (and keeps ":memory:" a single database).
-	db.SetMaxOpenConns(1)
-	s := &Store{db: db}
+	sqlDB.SetMaxOpenConns(1)
+	s := &Store{db: &db{DB: sqlDB, d: sqliteDialect}}
 	if err := s.migrate(ctx); err != nil {
-		db.Close()
+		sqlDB.Close()
 		return nil, err
 	}
 	return s, nil
@@ -52,7 +53,11 @@ func OpenPath(ctx context.Context, path string) (*Store, error) {
 func (s *Store) Close() error { return s.db.Close() }
 
 // migrations are applied in order; the index of the last applied one is kept
-// in PRAGMA user_version. Never edit an applied migration: append a new one.
+// in PRAGMA user_version (SQLite) or the schema_migrations table
+// (PostgreSQL, postgres.go). Never edit an applied migration: append a new
+// one. They are written in SQLite's types; pgDDL translates the two that
+// differ (INTEGER is 64-bit in SQLite, BLOB is BYTEA), so one list serves
+// both engines.
 var migrations = []string{
 	`CREATE TABLE sandboxes (
 		id TEXT PRIMARY KEY,
@@ -98,9 +103,18 @@ var migrations = []string{
 		name TEXT NOT NULL UNIQUE,
 		data TEXT NOT NULL
 	);`,
+	// Cluster-wide values (cluster.go): what every daemon sharing the
+	// database must agree on, such as its CAs and the API key.
+	`CREATE TABLE cluster_values (
+		name TEXT PRIMARY KEY,
+		value BLOB NOT NULL
+	);`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {
+	if s.db.d == postgresDialect {
+		return s.migratePostgres(ctx)
+	}
 	var version int
 	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
@@ -130,11 +144,11 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // nextSeq returns a monotonically increasing number, used to order listings
 // stably (creation order) independent of clocks.
-func nextSeq(ctx context.Context, tx *sql.Tx, name string) (int64, error) {
+func nextSeq(ctx context.Context, tx *tx, name string) (int64, error) {
 	var v int64
 	err := tx.QueryRowContext(ctx,
 		`INSERT INTO counters(name, value) VALUES(?, 1)
-		 ON CONFLICT(name) DO UPDATE SET value = value + 1
+		 ON CONFLICT(name) DO UPDATE SET value = counters.value + 1
 		 RETURNING value`, name).Scan(&v)
 	return v, err
 }

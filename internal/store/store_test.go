@@ -12,11 +12,46 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/store/pgtest"
 )
 
-func openMem(t *testing.T) *Store {
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// backend is one engine the conformance suite runs on: database returns
+// an opener of one fresh database, which opens it again on each call.
+type backend struct {
+	name     string
+	database func(t *testing.T) func() (*Store, error)
+}
+
+var backends = []backend{
+	{"sqlite", func(t *testing.T) func() (*Store, error) {
+		path := filepath.Join(t.TempDir(), "forkbox.db")
+		return func() (*Store, error) { return OpenPath(context.Background(), path) }
+	}},
+	{"postgres", func(t *testing.T) func() (*Store, error) {
+		url := pgtest.Shared(t).NewDatabase(t)
+		return func() (*Store, error) { return OpenURL(context.Background(), url) }
+	}},
+}
+
+// eachBackend runs test on a fresh database of every backend.
+func eachBackend(t *testing.T, test func(t *testing.T, s *Store)) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) { test(t, mustOpen(t, b.database(t))) })
+	}
+}
+
+// eachOpener is eachBackend for tests that open the database themselves.
+func eachOpener(t *testing.T, test func(t *testing.T, open func() (*Store, error))) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) { test(t, b.database(t)) })
+	}
+}
+
+func mustOpen(t *testing.T, open func() (*Store, error)) *Store {
 	t.Helper()
-	s, err := OpenPath(context.Background(), ":memory:")
+	s, err := open()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,10 +61,11 @@ func openMem(t *testing.T) *Store {
 
 // TestReopenKeepsRecords: records survive closing and reopening the file
 // (what a daemon restart relies on), and the schema is not migrated twice.
-func TestReopenKeepsRecords(t *testing.T) {
+func TestReopenKeepsRecords(t *testing.T) { eachOpener(t, testReopenKeepsRecords) }
+
+func testReopenKeepsRecords(t *testing.T, open func() (*Store, error)) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	s, err := Open(ctx, dir)
+	s, err := open()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +78,7 @@ func TestReopenKeepsRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	s, err = Open(ctx, dir)
+	s, err = open()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,25 +94,34 @@ func TestReopenKeepsRecords(t *testing.T) {
 
 // TestNewerSchemaRefused: a database written by a newer forkbox is not
 // opened (and so not corrupted) by an older one.
-func TestNewerSchemaRefused(t *testing.T) {
+func TestNewerSchemaRefused(t *testing.T) { eachOpener(t, testNewerSchemaRefused) }
+
+func testNewerSchemaRefused(t *testing.T, open func() (*Store, error)) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "forkbox.db")
-	s, err := OpenPath(ctx, path)
+	s, err := open()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.db.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations)+1)); err != nil {
+	bump := fmt.Sprintf("PRAGMA user_version = %d", len(migrations)+1)
+	if s.Postgres() {
+		bump = fmt.Sprintf("INSERT INTO schema_migrations(version) VALUES(%d)", len(migrations)+1)
+	}
+	if _, err := s.db.ExecContext(ctx, bump); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
-	if _, err := OpenPath(ctx, path); !errors.Is(err, errdefs.ErrInternal) {
+	if s, err := open(); !errors.Is(err, errdefs.ErrInternal) {
+		if s != nil {
+			s.Close()
+		}
 		t.Fatalf("open newer schema: %v, want ErrInternal", err)
 	}
 }
 
-func TestSandboxRecords(t *testing.T) {
+func TestSandboxRecords(t *testing.T) { eachBackend(t, testSandboxRecords) }
+
+func testSandboxRecords(t *testing.T, s *Store) {
 	ctx := context.Background()
-	s := openMem(t)
 	if _, err := s.GetSandbox(ctx, "nope"); !errdefs.IsNotFound(err) {
 		t.Fatalf("get unknown: %v", err)
 	}
@@ -139,15 +184,16 @@ func listAll(t *testing.T, s *Store, f SandboxFilter) []string {
 		if next == "" {
 			return ids
 		}
-		if page > 10 {
+		if page > 100 {
 			t.Fatal("paging does not end")
 		}
 		f.NextToken = next
 	}
 }
 
-func TestBadPageToken(t *testing.T) {
-	s := openMem(t)
+func TestBadPageToken(t *testing.T) { eachBackend(t, testBadPageToken) }
+
+func testBadPageToken(t *testing.T, s *Store) {
 	for _, tok := range []string{"%%%", "eA", "c3g"} { // not base64, "x", "sx"
 		if _, _, err := s.ListSandboxes(context.Background(), SandboxFilter{NextToken: tok}); !errdefs.IsInvalidArgument(err) {
 			t.Errorf("token %q: %v, want invalid argument", tok, err)
@@ -155,9 +201,10 @@ func TestBadPageToken(t *testing.T) {
 	}
 }
 
-func TestTemplates(t *testing.T) {
+func TestTemplates(t *testing.T) { eachBackend(t, testTemplates) }
+
+func testTemplates(t *testing.T, s *Store) {
 	ctx := context.Background()
-	s := openMem(t)
 	put := func(tpl *Template) error { return s.PutTemplate(ctx, tpl) }
 	if err := put(&Template{ID: "base", Kind: KindTemplate, Aliases: []string{"b", "default"}}); err != nil {
 		t.Fatal(err)
@@ -201,9 +248,10 @@ func TestTemplates(t *testing.T) {
 	}
 }
 
-func TestAPIKeysAreHashed(t *testing.T) {
+func TestAPIKeysAreHashed(t *testing.T) { eachBackend(t, testAPIKeysAreHashed) }
+
+func testAPIKeysAreHashed(t *testing.T, s *Store) {
 	ctx := context.Background()
-	s := openMem(t)
 	const key = "e2b_secret_key_value"
 	if n, err := s.CountAPIKeys(ctx); err != nil || n != 0 {
 		t.Fatalf("count empty: %d %v", n, err)
@@ -232,13 +280,10 @@ func TestAPIKeysAreHashed(t *testing.T) {
 	}
 }
 
-func TestVolumes(t *testing.T) {
+func TestVolumes(t *testing.T) { eachBackend(t, testVolumes) }
+
+func testVolumes(t *testing.T, s *Store) {
 	ctx := context.Background()
-	s, err := OpenPath(ctx, ":memory:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	a := &Volume{ID: "v1", Name: "alpha", Token: "t1", SizeMB: 8, Node: "host", CreatedAt: time.Unix(1, 0).UTC()}
 	if err := s.PutVolume(ctx, a); err != nil {
 		t.Fatal(err)

@@ -103,13 +103,19 @@ func (s *Store) PutTemplate(ctx context.Context, t *Template) error {
 		return err
 	}
 	for _, a := range t.Aliases {
-		var owner string
-		err := tx.QueryRowContext(ctx, `SELECT template_id FROM template_aliases WHERE alias = ?`, a).Scan(&owner)
-		if err == nil && owner != t.ID {
-			return fmt.Errorf("alias %q belongs to %s: %w", a, owner, errdefs.ErrAlreadyExists)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO template_aliases(alias, template_id) VALUES(?,?)`, a, t.ID); err != nil {
+		// Insert, then read the owner back: of two puts racing for one
+		// alias (on PostgreSQL, in two transactions) the second waits for
+		// the first's row and finds it held.
+		if _, err := tx.ExecContext(ctx, `INSERT INTO template_aliases(alias, template_id) VALUES(?,?)
+			ON CONFLICT(alias) DO NOTHING`, a, t.ID); err != nil {
 			return err
+		}
+		var owner string
+		if err := tx.QueryRowContext(ctx, `SELECT template_id FROM template_aliases WHERE alias = ?`, a).Scan(&owner); err != nil {
+			return fmt.Errorf("alias %q: %w", a, err)
+		}
+		if owner != t.ID {
+			return fmt.Errorf("alias %q belongs to %s: %w", a, owner, errdefs.ErrAlreadyExists)
 		}
 	}
 	return tx.Commit()

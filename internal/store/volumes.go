@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
@@ -45,7 +44,7 @@ func (s *Store) PutVolume(ctx context.Context, v *Volume) error {
 	_, err = tx.ExecContext(ctx, `INSERT INTO volumes(id, seq, name, data) VALUES(?,?,?,?)`,
 		v.ID, seq, v.Name, string(data))
 	if err != nil {
-		if strings.Contains(err.Error(), "UNIQUE") {
+		if isUnique(err) {
 			return fmt.Errorf("volume %q: %w", v.Name, errdefs.ErrAlreadyExists)
 		}
 		return fmt.Errorf("put volume %s: %w", v.ID, err)
