@@ -27,7 +27,7 @@ type cache struct {
 	keep   func(digest string) bool // content entries in use here
 
 	mu      sync.Mutex
-	entries map[string]*centry      // guarded by mu
+	entries map[string]*centry       // guarded by mu
 	loading map[string]chan struct{} // downloads in flight, guarded by mu
 	total   int64                    // guarded by mu
 	now     func() time.Time
