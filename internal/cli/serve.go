@@ -22,7 +22,8 @@ the agents in the sandboxes, and the TTL sweeper. It stops cleanly on SIGINT or
 SIGTERM; paused sandboxes and snapshots survive restarts in --data-dir.`,
 		Example: `  forkbox serve
   forkbox serve --listen 0.0.0.0:3000 --data-dir /srv/forkbox --log-level debug
-  forkbox serve --domain forkbox.test --tls-listen 127.0.0.1:443`,
+  forkbox serve --domain forkbox.test --tls-listen 127.0.0.1:443
+  AWS_ENDPOINT_URL=http://127.0.0.1:8333 AWS_ACCESS_KEY_ID=… AWS_SECRET_ACCESS_KEY=… forkbox serve --object-store s3://forkbox/images --image-cache-size 50GiB`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ServeFunc == nil {
@@ -69,5 +70,8 @@ SIGTERM; paused sandboxes and snapshots survive restarts in --data-dir.`,
 		"the least recently used go first (0: none kept, -1: no bound)")
 	f.String("secrets-key-file", "", "file of the AES-256 key (64 hex digits, mode 0600) secret values are encrypted with (default: <data-dir>/secrets.key, made at first start)")
 	f.String("oidc-issuer", "", "URL of this daemon as the OIDC issuer of sandboxes' workload identity tokens (iam.tokens); relying parties fetch <URL>/.well-known/openid-configuration (default: http://<listen address>)")
+	f.String("object-store", "", "keep pause images, snapshots, template layers and template images in S3-compatible object storage at s3://bucket/prefix "+
+		"(endpoint, region and credentials from AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY); local disk becomes a cache (default: local disk only)")
+	f.String("image-cache-size", "20GiB", "size limit of the local image cache with --object-store (bytes, or with a unit: 512MiB, 20GiB, 1TB); the least recently opened images go first")
 	return cmd
 }
