@@ -76,6 +76,12 @@ func (m *Manager) finishPause(ctx context.Context, o *op) error {
 // away): the checkpoint stopped it, and without this the failed pause
 // would lose it. On success finishPause finds it running and leaves it so.
 func (m *Manager) reviveUnkept(ctx context.Context, o *op, dir string) {
+	// The stopped container goes first, as after a pause; the restore
+	// makes it anew.
+	if err := m.rt.Delete(ctx, o.id()); err != nil && !errdefs.IsNotFound(err) {
+		m.log.Error("release a sandbox whose pause image was not kept", "sandbox", o.id(), "err", err)
+		return
+	}
 	undo := cleanup.New(m.log)
 	if err := m.restore(ctx, undo, o.e.rec, dir, o.e.rec.EnvdAccessToken); err != nil {
 		undo.Run(context.WithoutCancel(ctx))
