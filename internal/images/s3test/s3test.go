@@ -86,36 +86,66 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{t: t, bin: bin, dir: t.TempDir(), AccessKey: "forkboxtest", SecretKey: "forkbox-test-secret-key",
-		Bucket: "forkbox-test", Region: "us-east-1"}
-	for i := range s.ports {
-		s.ports[i] = freePort(t)
+	s, err := Launch(bin, t.TempDir())
+	if s != nil {
+		t.Cleanup(s.Stop)
 	}
-	s.Endpoint = "http://127.0.0.1:" + strconv.Itoa(s.ports[3])
-	s.writeConfig()
-	t.Cleanup(s.Stop)
-	s.Restart()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := s.Client().MakeBucket(ctx, s.Bucket, minio.MakeBucketOptions{Region: s.Region}); err != nil {
-		t.Fatalf("create bucket %s: %v", s.Bucket, err)
+	if err != nil {
+		t.Fatal(err)
 	}
+	s.t = t
 	return s
 }
 
-func (s *Server) writeConfig() {
+// Launch runs weed from bin with its data in dir (for programs; tests call
+// Start) and creates the bucket. The caller stops it.
+func Launch(bin, dir string) (*Server, error) {
+	s := &Server{bin: bin, dir: dir, AccessKey: "forkboxtest", SecretKey: "forkbox-test-secret-key",
+		Bucket: "forkbox-test", Region: "us-east-1"}
+	for i := range s.ports {
+		p, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		s.ports[i] = p
+	}
+	s.Endpoint = "http://127.0.0.1:" + strconv.Itoa(s.ports[3])
+	if err := s.writeConfig(); err != nil {
+		return nil, err
+	}
+	if err := s.start(); err != nil {
+		return s, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.Client().MakeBucket(ctx, s.Bucket, minio.MakeBucketOptions{Region: s.Region}); err != nil {
+		return s, fmt.Errorf("create bucket %s: %w", s.Bucket, err)
+	}
+	return s, nil
+}
+
+func (s *Server) writeConfig() error {
 	cfg := fmt.Sprintf(`{"identities":[{"name":"forkbox","credentials":[{"accessKey":%q,"secretKey":%q}],`+
 		`"actions":["Admin","Read","Write","List","Tagging"]}]}`, s.AccessKey, s.SecretKey)
-	if err := os.WriteFile(filepath.Join(s.dir, "s3.json"), []byte(cfg), 0o600); err != nil {
-		s.t.Fatal(err)
+	if err := os.MkdirAll(filepath.Join(s.dir, "data"), 0o700); err != nil {
+		return err
 	}
-	os.MkdirAll(filepath.Join(s.dir, "data"), 0o700)
+	return os.WriteFile(filepath.Join(s.dir, "s3.json"), []byte(cfg), 0o600)
 }
 
 // Restart starts the server again (after Stop or Kill) on the same ports
-// and data, and waits until it answers.
+// and data, and waits until it answers; a failure fails the test.
 func (s *Server) Restart() {
-	s.t.Helper()
+	if err := s.start(); err != nil {
+		if s.t == nil {
+			panic(err)
+		}
+		s.t.Helper()
+		s.t.Fatal(err)
+	}
+}
+
+func (s *Server) start() error {
 	p := s.ports
 	args := []string{"server", "-dir=" + filepath.Join(s.dir, "data"), "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 		"-master.port=" + strconv.Itoa(p[0]), "-master.port.grpc=" + strconv.Itoa(p[0]+10000),
@@ -126,20 +156,21 @@ func (s *Server) Restart() {
 	cmd := exec.Command(s.bin, args...)
 	log, err := os.OpenFile(filepath.Join(s.dir, "weed.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		s.t.Fatal(err)
+		return err
 	}
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		s.t.Fatalf("start %s: %v", s.bin, err)
+		log.Close()
+		return fmt.Errorf("start %s: %w", s.bin, err)
 	}
 	s.cmd, s.done = cmd, make(chan struct{})
 	go func() { cmd.Wait(); log.Close(); close(s.done) }()
-	s.wait()
+	return s.wait()
 }
 
 // wait polls the S3 API until it answers a signed request.
-func (s *Server) wait() {
+func (s *Server) wait() error {
 	deadline := time.Now().Add(90 * time.Second)
 	cl := s.Client()
 	for {
@@ -147,17 +178,17 @@ func (s *Server) wait() {
 		_, err := cl.ListBuckets(ctx)
 		cancel()
 		if err == nil {
-			return
+			return nil
 		}
 		select {
 		case <-s.done:
 			b, _ := os.ReadFile(filepath.Join(s.dir, "weed.log"))
-			s.t.Fatalf("weed server exited: %s", tail(b))
+			return fmt.Errorf("weed server exited: %s", tail(b))
 		default:
 		}
 		if time.Now().After(deadline) {
 			b, _ := os.ReadFile(filepath.Join(s.dir, "weed.log"))
-			s.t.Fatalf("weed server's S3 API did not answer in 90s: %v\n%s", err, tail(b))
+			return fmt.Errorf("weed server's S3 API did not answer in 90s: %v\n%s", err, tail(b))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -178,7 +209,7 @@ func (s *Server) Client() *minio.Client {
 		BucketLookup: minio.BucketLookupPath, MaxRetries: 1,
 	})
 	if err != nil {
-		s.t.Fatal(err)
+		panic(err) // only a malformed endpoint, which Launch never makes
 	}
 	return cl
 }
@@ -216,11 +247,11 @@ func (s *Server) signal(sig syscall.Signal) {
 
 // freePort returns a loopback port that is free, and whose gRPC companion
 // (port+10000, as SeaweedFS names them) is free too.
-func freePort(t testing.TB) int {
+func freePort() (int, error) {
 	for range 50 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			t.Fatal(err)
+			return 0, err
 		}
 		p := l.Addr().(*net.TCPAddr).Port
 		l.Close()
@@ -229,9 +260,8 @@ func freePort(t testing.TB) int {
 		}
 		if l2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+10000)); err == nil {
 			l2.Close()
-			return p
+			return p, nil
 		}
 	}
-	t.Fatal("no free port pair")
-	return 0
+	return 0, fmt.Errorf("no free loopback port pair")
 }
