@@ -242,8 +242,8 @@ func report(c config, tr *transferResult, disk, s3 *pauseResult) {
 	fmt.Printf("| %d MiB image | MiB/s p50 |\n|---|---:|\n", c.sizeMB)
 	fmt.Printf("| upload (Commit) | %.0f |\n| download (Open, cache cold) | %.0f |\n| commit again (dedup: nothing uploaded) | %.0f |\n| floor: local copy + fsync | %.0f |\n\n",
 		med(tr.up), med(tr.down), med(tr.again), med(tr.floor))
-	fmt.Printf("Tiny sandbox (base template, idle), pause until its log says `sandbox paused` (with --object-store: "+
-		"uploaded and its manifest written), resume = `Connect` until `echo hi` answers (the image is in the local cache, "+
+	fmt.Printf("Tiny sandbox (base template, idle), pause until its log says `sandbox paused` (with --object-store: " +
+		"uploaded and its manifest written), resume = `Connect` until `echo hi` answers (the image is in the local cache, " +
 		"as on the node that paused it):\n\n")
 	fmt.Printf("| daemon | pause p50 ms | resume → echo p50 ms |\n|---|---:|---:|\n")
 	fmt.Printf("| local disk | %.0f | %.0f |\n| --object-store (SeaweedFS) | %.0f | %.0f |\n", med(disk.pause), med(disk.resume), med(s3.pause), med(s3.resume))

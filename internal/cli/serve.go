@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // ServeFunc runs the daemon for "forkbox serve". cmd/forkbox sets it before
@@ -70,8 +71,13 @@ SIGTERM; paused sandboxes and snapshots survive restarts in --data-dir.`,
 		"the least recently used go first (0: none kept, -1: no bound)")
 	f.String("secrets-key-file", "", "file of the AES-256 key (64 hex digits, mode 0600) secret values are encrypted with (default: <data-dir>/secrets.key, made at first start)")
 	f.String("oidc-issuer", "", "URL of this daemon as the OIDC issuer of sandboxes' workload identity tokens (iam.tokens); relying parties fetch <URL>/.well-known/openid-configuration (default: http://<listen address>)")
+	objectStoreFlags(f)
+	return cmd
+}
+
+// objectStoreFlags are serve's flags of images in object storage.
+func objectStoreFlags(f *pflag.FlagSet) {
 	f.String("object-store", "", "keep pause images, snapshots, template layers and template images in S3-compatible object storage at s3://bucket/prefix "+
 		"(endpoint, region and credentials from AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY); local disk becomes a cache (default: local disk only)")
 	f.String("image-cache-size", "20GiB", "size limit of the local image cache with --object-store (bytes, or with a unit: 512MiB, 20GiB, 1TB); the least recently opened images go first")
-	return cmd
 }
