@@ -182,9 +182,10 @@ func (b *bucket) rel(key string) string {
 	return strings.TrimPrefix(key, b.prefix+"/")
 }
 
-// err classes an S3 failure: a missing object is ErrNotFound, a refused
-// credential ErrUnauthenticated, and a store that does not answer (or
-// answers 5xx) ErrUnavailable, so the API says 503 and a retry may work.
+// err classes an S3 failure: a missing object is ErrNotFound, and a store
+// that does not answer, answers 5xx or refuses the daemon's credentials
+// ErrUnavailable, so the API says 503 (the client's own key is not what is
+// wrong) and a retry may work once the store is back.
 func (b *bucket) err(op string, err error) error {
 	if err == nil {
 		return nil
@@ -194,7 +195,7 @@ func (b *bucket) err(op string, err error) error {
 	case r.Code == "NoSuchKey" || r.StatusCode == http.StatusNotFound && r.Code != "NoSuchBucket":
 		return fmt.Errorf("object store: %s: %w", op, errdefs.ErrNotFound)
 	case r.Code == "AccessDenied" || r.Code == "InvalidAccessKeyId" || r.Code == "SignatureDoesNotMatch":
-		return fmt.Errorf("object store: %s: %s: %w", op, r.Message, errdefs.ErrUnauthenticated)
+		return fmt.Errorf("object store unavailable: %s: it refused the credentials: %s: %w", op, r.Message, errdefs.ErrUnavailable)
 	case r.StatusCode >= 400 && r.StatusCode < 500 && r.Code != "NoSuchBucket":
 		return fmt.Errorf("object store: %s: %v: %w", op, err, errdefs.ErrInternal)
 	}
