@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,15 +40,55 @@ func objectStore(t *testing.T, srv *s3test.Server, prefix string, tune func(*ima
 	return o
 }
 
+// The SeaweedFS the tests share (each on its own prefix); the one that
+// kills its server starts its own.
+var sharedS3 struct {
+	once sync.Once
+	srv  *s3test.Server
+	dir  string
+	err  error
+}
+
+func shared(t *testing.T) *s3test.Server {
+	t.Helper()
+	sharedS3.once.Do(func() {
+		bin, err := s3test.Binary()
+		if err != nil {
+			sharedS3.err = err
+			return
+		}
+		if sharedS3.dir, err = os.MkdirTemp("", "s3test-"); err != nil {
+			sharedS3.err = err
+			return
+		}
+		sharedS3.srv, sharedS3.err = s3test.Launch(bin, sharedS3.dir)
+	})
+	if sharedS3.err != nil {
+		t.Fatal(sharedS3.err)
+	}
+	return sharedS3.srv
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if sharedS3.srv != nil {
+		sharedS3.srv.Stop()
+	}
+	if sharedS3.dir != "" {
+		os.RemoveAll(sharedS3.dir)
+	}
+	os.Exit(code)
+}
+
 func TestObjectStoreConformance(t *testing.T) {
-	srv := s3test.Start(t)
+	srv := shared(t)
 	imagestest.Run(t, func(t *testing.T) images.Store {
 		return objectStore(t, srv, runtime.NewID(), nil).Images()
 	})
 }
 
 func TestObjectContentConformance(t *testing.T) {
-	srv := s3test.Start(t)
+	srv := shared(t)
 	imagestest.RunContent(t, func(t *testing.T) images.ContentStore {
 		return objectStore(t, srv, runtime.NewID(), nil).Content()
 	})
@@ -73,7 +114,7 @@ func writeImage(t *testing.T, s images.Store, ref images.Ref, seed byte, sizes .
 // TestObjectStoreCommitPoint: an upload cut short leaves no image (the
 // manifest is written last), and the retry uploads only what is missing.
 func TestObjectStoreCommitPoint(t *testing.T) {
-	srv := s3test.Start(t)
+	srv := shared(t)
 	o := objectStore(t, srv, "cp", nil)
 	s, ref := o.Images(), images.Pause(runtime.NewID())
 	sizes := make([]int, 24)
@@ -112,7 +153,7 @@ func TestObjectStoreCommitPoint(t *testing.T) {
 // TestObjectStoreChecksum: a blob whose bytes changed in the store is
 // refused at download, never handed out.
 func TestObjectStoreChecksum(t *testing.T) {
-	srv := s3test.Start(t)
+	srv := shared(t)
 	o := objectStore(t, srv, "ck", nil)
 	s, ref := o.Images(), images.Snapshot(runtime.NewID())
 	writeImage(t, s, ref, 2, 3<<20)
@@ -142,7 +183,7 @@ func TestObjectStoreChecksum(t *testing.T) {
 // opened first, never evicting an image opened moments ago; an evicted
 // image is downloaded again on Open, intact.
 func TestObjectStoreCache(t *testing.T) {
-	srv := s3test.Start(t)
+	srv := shared(t)
 	ctx := context.Background()
 	o := objectStore(t, srv, "cache", func(c *images.ObjectStoreConfig) { c.CacheSize = 3 << 20; c.CachePin = time.Nanosecond })
 	s := o.Images()
@@ -239,7 +280,7 @@ func TestObjectStoreBadConfig(t *testing.T) {
 // last holder anywhere lets go; unreferenced blobs past the grace period
 // are collected, named ones stay.
 func TestObjectContentClusterWide(t *testing.T) {
-	srv := s3test.Start(t)
+	srv := shared(t)
 	ctx := context.Background()
 	grace := func(c *images.ObjectStoreConfig) { c.BlobGrace = time.Nanosecond }
 	a, b := objectStore(t, srv, "cl", grace).Content(), objectStore(t, srv, "cl", grace).Content()

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -121,7 +122,26 @@ func Launch(bin, dir string) (*Server, error) {
 	if err := s.Client().MakeBucket(ctx, s.Bucket, minio.MakeBucketOptions{Region: s.Region}); err != nil {
 		return s, fmt.Errorf("create bucket %s: %w", s.Bucket, err)
 	}
-	return s, nil
+	return s, s.writable()
+}
+
+// writable waits until an object can be written: the S3 API answers
+// before its volume server has registered (the first write after a start
+// waits for that), and a test's own timeouts should not count it.
+func (s *Server) writable() error {
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := s.Client().PutObject(ctx, s.Bucket, ".s3test-probe", strings.NewReader("ok"), 2, minio.PutObjectOptions{})
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("weed server takes no writes after 90s: %w", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 func (s *Server) writeConfig() error {
@@ -136,7 +156,11 @@ func (s *Server) writeConfig() error {
 // Restart starts the server again (after Stop or Kill) on the same ports
 // and data, and waits until it answers; a failure fails the test.
 func (s *Server) Restart() {
-	if err := s.start(); err != nil {
+	err := s.start()
+	if err == nil {
+		err = s.writable()
+	}
+	if err != nil {
 		if s.t == nil {
 			panic(err)
 		}
