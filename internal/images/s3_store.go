@@ -193,6 +193,15 @@ func (o *ObjectImages) Open(ctx context.Context, ref Ref) (string, error) {
 	return o.s.openTree(ctx, "image "+ref.String(), imageKey(ref))
 }
 
+// Exists reports whether ref is committed, without downloading it (see
+// images.Exists).
+func (o *ObjectImages) Exists(ctx context.Context, ref Ref) (bool, error) {
+	if err := ref.Validate(); err != nil {
+		return false, err
+	}
+	return o.s.b.exists(ctx, imageKey(ref))
+}
+
 // Link implements Store: dst's manifest is src's, so the two share every
 // blob and one cache entry.
 func (o *ObjectImages) Link(ctx context.Context, src, dst Ref) error {
