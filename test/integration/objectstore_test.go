@@ -2,8 +2,10 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -167,4 +169,36 @@ func TestObjectStoreDownDuringPause(t *testing.T) {
 func isStatus(err error, status int) bool {
 	var e *client.Error
 	return asError(err, &e) && e.Status == status
+}
+
+// TestObjectStoreServeRefuses: `forkbox serve` with a bad --object-store
+// URL, an unreachable store or a bad --image-cache-size exits non-zero in
+// bounded time and says why.
+func TestObjectStoreServeRefuses(t *testing.T) {
+	bin := daemontest.BinDir(t)
+	cases := []struct {
+		args []string
+		env  []string
+		want string
+	}{
+		{[]string{"--object-store", "s3://Bad_Name/x"}, nil, "a bucket name is"},
+		{[]string{"--object-store", "https://bucket/x"}, nil, "the scheme must be s3"},
+		{[]string{"--object-store", "s3://forkbox/x"}, []string{"AWS_ENDPOINT_URL=http://127.0.0.1:1", "AWS_ACCESS_KEY_ID=a", "AWS_SECRET_ACCESS_KEY=b"}, "object store unavailable"},
+		{[]string{"--image-cache-size", "lots"}, nil, "--image-cache-size"},
+	}
+	for _, c := range cases {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(),
+			"--template-dir", daemontest.TemplateDir(t), "--runsc", filepath.Join(bin, "runsc"),
+			"--agent", filepath.Join(bin, "forkbox-agent"), "--network-index", fmt.Sprint(daemontest.NetworkIndex())}, c.args...)
+		cmd := exec.CommandContext(ctx, filepath.Join(bin, "forkbox"), args...)
+		cmd.Env = append(os.Environ(), c.env...)
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		timedOut := ctx.Err() != nil
+		cancel()
+		if err == nil || timedOut || !strings.Contains(string(out), c.want) {
+			t.Errorf("serve %v: err %v after %v, output:\n%s\nwant a non-zero exit saying %q", c.args, err, time.Since(start), out, c.want)
+		}
+	}
 }
