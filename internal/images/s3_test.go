@@ -224,20 +224,30 @@ func TestObjectStoreCache(t *testing.T) {
 	}
 }
 
-// TestObjectStoreUnavailable: with the server down operations fail fast
-// with ErrUnavailable and nothing is listed half-written; when it returns
-// the same store works again by itself.
+// TestObjectStoreUnavailable: the server killed in the middle of an
+// upload fails the commit with ErrUnavailable in bounded time and nothing
+// is listed; when it returns the same store works again by itself and the
+// retry uploads only the blobs that did not get there.
 func TestObjectStoreUnavailable(t *testing.T) {
 	srv := s3test.Start(t)
 	ctx := context.Background()
 	o := objectStore(t, srv, "down", func(c *images.ObjectStoreConfig) { c.OpTimeout = 3 * time.Second })
 	s, ref := o.Images(), images.Pause(runtime.NewID())
-	writeImage(t, s, ref, 5, 1<<20)
-	srv.Kill()
+	sizes := make([]int, 24)
+	for i := range sizes {
+		sizes[i] = 512 << 10
+	}
+	writeImage(t, s, ref, 5, sizes...)
+	go func() {
+		for o.Stats().Uploaded.Load() < 3 {
+			time.Sleep(time.Millisecond)
+		}
+		srv.Kill()
+	}()
 	start := time.Now()
 	err := s.Commit(ctx, ref)
 	if !errors.Is(err, errdefs.ErrUnavailable) {
-		t.Fatalf("commit with the store down: %v, want unavailable", err)
+		t.Fatalf("commit with the store killed mid-upload: %v, want unavailable", err)
 	}
 	if _, err := s.Open(ctx, images.Pause(runtime.NewID())); !errors.Is(err, errdefs.ErrUnavailable) {
 		t.Errorf("open with the store down: %v", err)
@@ -246,8 +256,15 @@ func TestObjectStoreUnavailable(t *testing.T) {
 		t.Errorf("failing took %v", d)
 	}
 	srv.Restart()
+	if ids, err := s.List(ctx, images.KindPause); err != nil || len(ids) != 0 {
+		t.Fatalf("after the upload was cut the store lists %v (%v)", ids, err)
+	}
+	up := o.Stats().Uploaded.Load()
 	if err := s.Commit(ctx, ref); err != nil {
 		t.Fatalf("commit after the store came back: %v", err)
+	}
+	if sk := o.Stats().Skipped.Load(); sk < 3 || sk+o.Stats().Uploaded.Load()-up != int64(len(sizes)) {
+		t.Errorf("the retry skipped %d blobs (uploaded %d before the kill)", sk, up)
 	}
 	if ids, _ := s.List(ctx, images.KindPause); !slices.Equal(ids, []string{ref.ID}) {
 		t.Errorf("listed after recovery: %v", ids)
