@@ -53,6 +53,9 @@ type ObjectStoreConfig struct {
 	// removes it: a blob uploaded for a manifest another node has not
 	// written yet is younger. Zero means an hour.
 	BlobGrace time.Duration
+	// Node names this daemon in the references it records (default: the
+	// host name and CacheDir), so it can tell its own from other nodes'.
+	Node string
 	// OpTimeout bounds one object operation's attempts (minio-go retries
 	// inside it); zero means a minute.
 	OpTimeout time.Duration

@@ -35,14 +35,18 @@ type ObjectContent struct {
 	// cache entry each was last seen as: those the cache never evicts.
 	local  map[ContentRef]map[Holder]bool
 	digest map[ContentRef]string
-	armed  bool
+	// touched are the holders held or set since the store was opened (see
+	// releaseStale).
+	touched map[Holder]bool
+	armed   bool
 }
 
 var _ ContentStore = (*ObjectContent)(nil)
 
 // Content is the ContentStore of layers and template images.
 func (o *ObjectStore) Content() *ObjectContent {
-	c := &ObjectContent{s: &o.objectStore, local: map[ContentRef]map[Holder]bool{}, digest: map[ContentRef]string{}}
+	c := &ObjectContent{s: &o.objectStore, local: map[ContentRef]map[Holder]bool{}, digest: map[ContentRef]string{},
+		touched: map[Holder]bool{}}
 	o.cache.mu.Lock()
 	o.cache.keep = c.inUse
 	o.cache.mu.Unlock()
@@ -203,6 +207,7 @@ func (c *ObjectContent) noteLocal(h Holder, ref ContentRef, digest string) {
 		c.local[ref] = map[Holder]bool{}
 	}
 	c.local[ref][h] = true
+	c.touched[h] = true
 	if digest != "" {
 		c.digest[ref] = digest
 	}

@@ -21,7 +21,7 @@ func (c *ObjectContent) mark(ctx context.Context, h Holder, ref ContentRef) erro
 	if err := c.s.b.putSmall(ctx, holdMarker(ref, h), nil); err != nil {
 		return err
 	}
-	return c.s.b.putSmall(ctx, holderMarker(h, ref), nil)
+	return c.s.b.putSmall(ctx, holderMarker(h, ref), []byte(c.s.node))
 }
 
 // unmark removes h's markers for ref, the index first (a crash between
@@ -214,6 +214,14 @@ func (c *ObjectContent) References(ctx context.Context) ([]Reference, error) {
 // Collect implements ContentStore: the entries no holder on any node
 // holds go, then the blobs no manifest names (see CollectBlobs).
 func (c *ObjectContent) Collect(ctx context.Context) ([]ContentRef, error) {
+	c.mu.Lock()
+	first := !c.armed
+	c.mu.Unlock()
+	if first {
+		if err := c.releaseStale(ctx); err != nil {
+			return nil, err
+		}
+	}
 	var removed []ContentRef
 	for _, k := range ContentKinds {
 		all, err := c.List(ctx, k)
@@ -235,6 +243,55 @@ func (c *ObjectContent) Collect(ctx context.Context) ([]ContentRef, error) {
 	c.mu.Unlock()
 	_, err := c.s.CollectBlobs(ctx)
 	return removed, err
+}
+
+// releaseStale drops the references of the holders this daemon recorded
+// before it last stopped and has not set again since it opened the store:
+// the first Collect comes after every owner set its holders, so those are
+// gone (a sandbox killed just before a crash whose release did not get
+// through). The disk store forgets them by keeping references in memory;
+// here they would keep their entries forever. Another daemon's holders
+// (another node) are never touched.
+func (c *ObjectContent) releaseStale(ctx context.Context) error {
+	objs, err := c.s.b.list(ctx, "holders")
+	if err != nil {
+		return err
+	}
+	byHolder := map[Holder][]ContentRef{}
+	var first = map[Holder]string{}
+	for _, o := range objs {
+		parts := strings.Split(o.Key, "/")
+		if len(parts) != 5 {
+			continue
+		}
+		h := Holder{Kind: HolderKind(parts[1]), ID: unescapeID(parts[2])}
+		byHolder[h] = append(byHolder[h], ContentRef{ContentKind(parts[3]), parts[4]})
+		if _, ok := first[h]; !ok {
+			first[h] = o.Key
+		}
+	}
+	for h, refs := range byHolder {
+		c.mu.Lock()
+		live := c.touched[h]
+		c.mu.Unlock()
+		if live {
+			continue
+		}
+		owner, err := c.s.b.getSmall(ctx, first[h])
+		if errdefs.IsNotFound(err) || err == nil && string(owner) != c.s.node {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		for _, ref := range refs {
+			if err := c.unmark(ctx, h, ref); err != nil {
+				return err
+			}
+		}
+		c.s.b.log.Info("object store: released the references of a holder gone while this daemon was down", "holder", h.String(), "refs", len(refs))
+	}
+	return nil
 }
 
 // CollectBlobs removes the blobs no manifest names that are older than the

@@ -27,6 +27,9 @@ type objectStore struct {
 	cache *cache
 	stats TransferStats
 	grace time.Duration
+	// node names this daemon in the holder markers it writes: its host
+	// and cache directory (one per data dir), or ObjectStoreConfig.Node.
+	node string
 }
 
 // OpenObjectStore connects to the bucket of cfg.URL, making sure it
@@ -57,7 +60,12 @@ func OpenObjectStore(ctx context.Context, cfg ObjectStoreConfig) (*ObjectStore, 
 	if grace == 0 {
 		grace = time.Hour
 	}
-	return &ObjectStore{objectStore{b: b, cache: c, grace: grace}}, nil
+	node := cfg.Node
+	if node == "" {
+		host, _ := os.Hostname()
+		node = host + ":" + cfg.CacheDir
+	}
+	return &ObjectStore{objectStore{b: b, cache: c, grace: grace, node: node}}, nil
 }
 
 // Images is the Store of pause and snapshot images.

@@ -353,3 +353,46 @@ func mustOpen(t *testing.T, s images.ContentStore, ref images.ContentRef) string
 	}
 	return dir
 }
+
+// TestObjectContentReleasesStaleHolders: a daemon that restarts (the same
+// node: its cache directory) and does not set a holder again before its
+// first Collect lets that holder's references go; another node's holders
+// stay whatever this one sets.
+func TestObjectContentReleasesStaleHolders(t *testing.T) {
+	srv := shared(t)
+	ctx := context.Background()
+	cacheA := t.TempDir()
+	onA := func(c *images.ObjectStoreConfig) { c.CacheDir = cacheA }
+	a := objectStore(t, srv, "stale", onA).Content()
+	b := objectStore(t, srv, "stale", nil).Content()
+	live, gone, other := images.Layer(strings.Repeat("1", 64)), images.Layer(strings.Repeat("2", 64)), images.Layer(strings.Repeat("3", 64))
+	hLive, hGone := images.Holder{Kind: images.HolderSandbox, ID: "live"}, images.Holder{Kind: images.HolderSandbox, ID: "gone"}
+	hOther := images.Holder{Kind: images.HolderSandbox, ID: "on-b"}
+	for _, p := range []struct {
+		s   images.ContentStore
+		ref images.ContentRef
+		h   images.Holder
+	}{{a, live, hLive}, {a, gone, hGone}, {b, other, hOther}} {
+		dir, err := p.s.Create(ctx, p.ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "f"), []byte(p.ref.Key), 0o644)
+		if err := p.s.Commit(ctx, p.ref, dir, p.h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again := objectStore(t, srv, "stale", onA).Content() // node a restarted
+	if err := again.Set(ctx, hLive, []images.ContentRef{live}); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := again.Collect(ctx)
+	if err != nil || !slices.Equal(removed, []images.ContentRef{gone}) {
+		t.Fatalf("collect after the restart removed %v (%v), want only %v", removed, err, gone)
+	}
+	refs, _ := again.References(ctx)
+	want := []images.Reference{{Holder: hLive, Ref: live}, {Holder: hOther, Ref: other}}
+	if !slices.Equal(refs, want) {
+		t.Errorf("references after the restart: %v, want %v", refs, want)
+	}
+}
