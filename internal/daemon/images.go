@@ -72,6 +72,7 @@ const objectStoreStartTimeout = 20 * time.Second
 // openObjectImages opens the image stores in the object store of
 // --object-store, with DataDir/image-cache as their local cache.
 func openObjectImages(ctx context.Context, o Options) (*imageStores, error) {
+	runCtx := ctx
 	cfg := images.ObjectStoreFromEnv(images.ObjectStoreConfig{
 		URL: o.ObjectStore, CacheDir: filepath.Join(o.DataDir, "image-cache"), CacheSize: o.ImageCacheSize,
 		OpTimeout: objectStoreStartTimeout, Logger: o.Logger,
@@ -83,7 +84,31 @@ func openObjectImages(ctx context.Context, o Options) (*imageStores, error) {
 		return nil, fmt.Errorf("--object-store %s: %w", o.ObjectStore, err)
 	}
 	o.Logger.Info("images in object storage", "url", o.ObjectStore, "endpoint", cfg.Endpoint, "cache", cfg.CacheDir, "cache_bytes", o.ImageCacheSize)
+	go collectBlobs(runCtx, obj, o.Logger)
 	return &imageStores{disk: obj.Images(), content: obj.Content(), flush: func() {}, object: obj}, nil
+}
+
+// blobCollectEvery is how often a daemon on an object store removes the
+// blobs no image names any more (resumed sandboxes' pause images, deleted
+// snapshots); the start-up Collect does it once too.
+const blobCollectEvery = time.Hour
+
+// collectBlobs runs the object store's blob collection every
+// blobCollectEvery until ctx ends.
+func collectBlobs(ctx context.Context, obj *images.ObjectStore, log *slog.Logger) {
+	t := time.NewTicker(blobCollectEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := obj.CollectBlobs(ctx)
+		if n > 0 || err != nil {
+			log.Info("object store: removed blobs no image names", "blobs", n, "err", err)
+		}
+	}
 }
 
 // imageKey names a template image by everything it depends on: the rootfs
