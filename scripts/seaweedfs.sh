@@ -28,5 +28,9 @@ if [ ! -x "$cache" ]; then
 	(cd "$work/src" && CGO_ENABLED=0 GOFLAGS=-mod=mod "$GO" build -trimpath -ldflags='-s -w' -o "$work/weed" ./weed)
 	mv "$work/weed" "$cache.tmp" && mv "$cache.tmp" "$cache"
 fi
+# Already copied (and not older than the cached build): nothing to do.
+if [ -x "$out" ] && [ ! "$cache" -nt "$out" ]; then
+	exit 0
+fi
 mkdir -p "$(dirname "$out")"
 cp "$cache" "$out.tmp" && mv "$out.tmp" "$out"
