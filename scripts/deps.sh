@@ -4,8 +4,10 @@
 #                           e2fsprogs (volumes)
 #   scripts/deps.sh test    that plus what the tests need (make test): Node.js/npm and the
 #                           npm E2B clients, Debian's Python libraries, procps, systemd-analyze
-#                           (the unit file check), Chromium (the dashboard's browser test) and
+#                           (the unit file check), Chromium (the dashboard's browser test),
 #                           PostgreSQL (the store's conformance suite, --database tests)
+#                           and SeaweedFS's weed in bin/ (the object-store tests' S3 server,
+#                           built once from its Go module: scripts/seaweedfs.sh)
 # Without an argument it installs everything (test). Idempotent and quick when
 # everything is there already.
 set -euo pipefail
@@ -67,3 +69,7 @@ if [ -f test/e2e/js/package.json ]; then
 		touch test/e2e/js/node_modules
 	fi
 fi
+
+# The object-store tests start a real S3 server: SeaweedFS, built once from
+# its Go module at a pinned version and cached under the data dir.
+scripts/seaweedfs.sh bin/weed

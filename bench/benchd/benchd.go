@@ -36,6 +36,9 @@ type Options struct {
 	Name string
 	// Args are extra `serve` flags.
 	Args []string
+	// Env adds variables to the daemon's environment (an object store's
+	// AWS_* settings).
+	Env []string
 }
 
 // Daemon is a running benchmark daemon.
@@ -70,6 +73,7 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		Bin: o.Bin, DataDir: d.DataDir, TemplateDir: o.TemplateDir,
 		Args:         append([]string{"--network-index", strconv.Itoa(o.NetworkIndex)}, o.Args...),
 		LogPath:      d.LogPath,
+		Env:          o.Env,
 		ReadyTimeout: 5 * time.Minute,
 		StopTimeout:  15 * time.Second,
 		SysProcAttr:  &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM},

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/forkbox/forkbox/internal/daemon"
@@ -45,6 +46,10 @@ func serve(cmd *cobra.Command, _ []string) error {
 	maxMem, _ := f.GetInt("max-sandbox-memory")
 	maxDisk, _ := f.GetInt("max-sandbox-disk")
 	volumeSize, _ := f.GetInt("volume-size")
+	cacheSize, err := humanize.ParseBytes(str("image-cache-size"))
+	if err != nil || cacheSize == 0 {
+		return fmt.Errorf("--image-cache-size %q: want a size such as 20GiB", str("image-cache-size"))
+	}
 	return daemon.Run(cmd.Context(), daemon.Options{
 		Listen: str("listen"), DataDir: str("data-dir"), TemplateDir: str("template-dir"),
 		Domain: str("domain"), RunscPath: str("runsc"), AgentPath: str("agent"),
@@ -56,6 +61,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		Limits: sandbox.Limits{MaxCPUs: maxCPUs, MaxMemoryMB: maxMem, MaxDiskMB: maxDisk},
 		Logger: log, Out: cmd.ErrOrStderr(),
 		SecretsKeyFile: str("secrets-key-file"), OIDCIssuer: str("oidc-issuer"), Database: str("database"), NodeID: str("node-id"),
+		ObjectStore: str("object-store"), ImageCacheSize: int64(cacheSize),
 	})
 }
 

@@ -24,7 +24,8 @@ SIGTERM; paused sandboxes and snapshots survive restarts in --data-dir.`,
 		Example: `  forkbox serve
   forkbox serve --listen 0.0.0.0:3000 --data-dir /srv/forkbox --log-level debug
   forkbox serve --domain forkbox.test --tls-listen 127.0.0.1:443
-  forkbox serve --database postgres://forkbox@db.internal:5432/forkbox`,
+  forkbox serve --database postgres://forkbox@db.internal:5432/forkbox
+  AWS_ENDPOINT_URL=http://127.0.0.1:8333 AWS_ACCESS_KEY_ID=… AWS_SECRET_ACCESS_KEY=… forkbox serve --object-store s3://forkbox/images --image-cache-size 50GiB`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ServeFunc == nil {
@@ -72,6 +73,7 @@ SIGTERM; paused sandboxes and snapshots survive restarts in --data-dir.`,
 	f.String("secrets-key-file", "", "file of the AES-256 key (64 hex digits, mode 0600) secret values are encrypted with (default: <data-dir>/secrets.key, made at first start)")
 	databaseFlags(f)
 	f.String("oidc-issuer", "", "URL of this daemon as the OIDC issuer of sandboxes' workload identity tokens (iam.tokens); relying parties fetch <URL>/.well-known/openid-configuration (default: http://<listen address>)")
+	objectStoreFlags(f)
 	return cmd
 }
 
@@ -80,4 +82,11 @@ func databaseFlags(f *pflag.FlagSet) {
 	f.String("database", "", "postgres://user:pass@host:port/db URL of a PostgreSQL that keeps the records (sandboxes, snapshots, templates, secrets, volumes, API keys) "+
 		"and the cluster-wide keys and CAs, shared by every daemon given the same URL (default: SQLite in --data-dir)")
 	f.String("node-id", "", "this daemon's name in the records (sandboxes' clientID): daemons sharing a --database each need their own (default: the host name)")
+}
+
+// objectStoreFlags are serve's flags of images in object storage.
+func objectStoreFlags(f *pflag.FlagSet) {
+	f.String("object-store", "", "keep pause images, snapshots, template layers and template images in S3-compatible object storage at s3://bucket/prefix "+
+		"(endpoint, region and credentials from AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY); local disk becomes a cache (default: local disk only)")
+	f.String("image-cache-size", "20GiB", "size limit of the local image cache with --object-store (bytes, or with a unit: 512MiB, 20GiB, 1TB); the least recently opened images go first")
 }

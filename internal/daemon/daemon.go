@@ -94,6 +94,12 @@ type Options struct {
 	// VolumeSizeMB is each new volume's size limit (--volume-size; 0:
 	// volumes.DefaultSizeMB).
 	VolumeSizeMB int
+	// ObjectStore, if set (s3://bucket/prefix, --object-store), keeps
+	// every image in S3-compatible object storage, with endpoint, region
+	// and credentials from the AWS_* environment; local disk is then a
+	// cache of ImageCacheSize bytes (0: 20 GiB) in DataDir/image-cache.
+	ObjectStore    string
+	ImageCacheSize int64
 	// Limits bound each sandbox's request; zero fields default to the
 	// host's CPUs, memory and free disk under DataDir (limits.go).
 	Limits sandbox.Limits
@@ -136,7 +142,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	defer imgs.content.Flush()
+	defer imgs.flush()
 	den := egress.NewDenials()
 	rt, closeRuntime, err := newRuntime(ctx, o, den)
 	if err != nil {

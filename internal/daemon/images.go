@@ -26,13 +26,21 @@ import (
 // templates}; DataDir/builds in a data dir that has layers there, see
 // contentRoot).
 type imageStores struct {
-	disk    *images.Disk
-	content *images.Content
+	disk    images.Store
+	content images.ContentStore
+	// flush waits for removals in flight (the disk content store's
+	// background remover).
+	flush func()
+	// object is the object store, with --object-store (nil: local disk).
+	object *images.ObjectStore
 }
 
 // openImages opens the image stores, migrating a data dir laid out before
 // the image store owned every image (migrate.go).
 func openImages(ctx context.Context, o Options, st *store.Store) (*imageStores, error) {
+	if o.ObjectStore != "" {
+		return openObjectImages(ctx, o)
+	}
 	disk, err := images.NewDisk(filepath.Join(o.DataDir, "images"))
 	if err != nil {
 		return nil, err
@@ -53,7 +61,54 @@ func openImages(ctx context.Context, o Options, st *store.Store) (*imageStores, 
 			return nil, fmt.Errorf("migrate records to content refs: %w", err)
 		}
 	}
-	return &imageStores{disk: disk, content: content}, nil
+	return &imageStores{disk: disk, content: content, flush: content.Flush}, nil
+}
+
+// objectStoreStartTimeout bounds how long a start waits for the object
+// store to answer: one that does not is a clear error and a non-zero exit,
+// not a hang.
+const objectStoreStartTimeout = 20 * time.Second
+
+// openObjectImages opens the image stores in the object store of
+// --object-store, with DataDir/image-cache as their local cache.
+func openObjectImages(ctx context.Context, o Options) (*imageStores, error) {
+	runCtx := ctx
+	cfg := images.ObjectStoreFromEnv(images.ObjectStoreConfig{
+		URL: o.ObjectStore, CacheDir: filepath.Join(o.DataDir, "image-cache"), CacheSize: o.ImageCacheSize,
+		OpTimeout: objectStoreStartTimeout, Logger: o.Logger,
+	})
+	ctx, cancel := context.WithTimeout(ctx, objectStoreStartTimeout)
+	defer cancel()
+	obj, err := images.OpenObjectStore(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--object-store %s: %w", o.ObjectStore, err)
+	}
+	o.Logger.Info("images in object storage", "url", o.ObjectStore, "endpoint", cfg.Endpoint, "cache", cfg.CacheDir, "cache_bytes", o.ImageCacheSize)
+	go collectBlobs(runCtx, obj, o.Logger)
+	return &imageStores{disk: obj.Images(), content: obj.Content(), flush: func() {}, object: obj}, nil
+}
+
+// blobCollectEvery is how often a daemon on an object store removes the
+// blobs no image names any more (resumed sandboxes' pause images, deleted
+// snapshots); the start-up Collect does it once too.
+const blobCollectEvery = time.Hour
+
+// collectBlobs runs the object store's blob collection every
+// blobCollectEvery until ctx ends.
+func collectBlobs(ctx context.Context, obj *images.ObjectStore, log *slog.Logger) {
+	t := time.NewTicker(blobCollectEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := obj.CollectBlobs(ctx)
+		if n > 0 || err != nil {
+			log.Info("object store: removed blobs no image names", "blobs", n, "err", err)
+		}
+	}
 }
 
 // imageKey names a template image by everything it depends on: the rootfs

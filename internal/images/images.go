@@ -101,8 +101,16 @@ type Store interface {
 	List(ctx context.Context, kind Kind) ([]string, error)
 }
 
-// Exists reports whether ref is a committed image of s.
+// Exists reports whether ref is a committed image of s. A store that can
+// tell without making the image local (an object store: Open would
+// download it) says so with a method of its own.
 func Exists(ctx context.Context, s Store, ref Ref) bool {
+	if e, ok := s.(interface {
+		Exists(context.Context, Ref) (bool, error)
+	}); ok {
+		there, err := e.Exists(ctx, ref)
+		return err == nil && there
+	}
 	_, err := s.Open(ctx, ref)
 	return err == nil
 }

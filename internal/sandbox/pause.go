@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/forkbox/forkbox/internal/cleanup"
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/runtime"
@@ -50,7 +51,7 @@ func (m *Manager) finishPause(ctx context.Context, o *op) error {
 	start := m.now()
 	ref := images.Pause(id)
 	o.undo.Add("remove pause image", func(ctx context.Context) error { return m.img.Remove(ctx, ref) })
-	dir, err := m.checkpointImage(ctx, id, ref, false)
+	dir, err := m.checkpointImage(ctx, id, ref, false, func(dir string) { m.reviveUnkept(ctx, o, dir) })
 	if err != nil {
 		m.log.Error("pause failed; sandbox stays running", "sandbox", id, "err", err)
 		if info, ierr := m.rt.Info(ctx, id); ierr == nil && info.State == runtime.StateRunning {
@@ -68,4 +69,24 @@ func (m *Manager) finishPause(ctx context.Context, o *op) error {
 	}
 	m.log.Info("sandbox paused", "sandbox", id, "took", m.now().Sub(start))
 	return nil
+}
+
+// reviveUnkept starts sandbox o again from the image its pause wrote but
+// the image store did not keep (an upload to an object store that went
+// away): the checkpoint stopped it, and without this the failed pause
+// would lose it. On success finishPause finds it running and leaves it so.
+func (m *Manager) reviveUnkept(ctx context.Context, o *op, dir string) {
+	// The stopped container goes first, as after a pause; the restore
+	// makes it anew.
+	if err := m.rt.Delete(ctx, o.id()); err != nil && !errdefs.IsNotFound(err) {
+		m.log.Error("release a sandbox whose pause image was not kept", "sandbox", o.id(), "err", err)
+		return
+	}
+	undo := cleanup.New(m.log)
+	if err := m.restore(ctx, undo, o.e.rec, dir, o.e.rec.EnvdAccessToken); err != nil {
+		undo.Run(context.WithoutCancel(ctx))
+		m.log.Error("restart a sandbox whose pause image was not kept", "sandbox", o.id(), "err", err)
+		return
+	}
+	m.log.Warn("pause image not kept; the sandbox runs on from it", "sandbox", o.id())
 }

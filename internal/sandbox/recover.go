@@ -66,10 +66,13 @@ func (m *Manager) recoverOne(ctx context.Context, rec *store.Sandbox, in runtime
 	running := in.ID != "" && (in.State == runtime.StateRunning || in.State == runtime.StatePaused)
 	// A pause image may be there unrecorded: the daemon died after a
 	// pause's checkpoint but before recording it.
-	pauseDir, err := m.img.Open(ctx, images.Pause(rec.ID))
-	hasImage := err == nil
-	if hasImage {
-		e.rec.ImageDir = pauseDir
+	// Only an unrecorded one is opened: with an object store, Open would
+	// download every paused sandbox's image at start.
+	hasImage := images.Exists(ctx, m.img, images.Pause(rec.ID))
+	if hasImage && e.rec.ImageDir == "" {
+		if pauseDir, err := m.img.Open(ctx, images.Pause(rec.ID)); err == nil {
+			e.rec.ImageDir = pauseDir
+		}
 	}
 	switch {
 	case st == StateCreating || st == StateKilling:

@@ -23,7 +23,10 @@ func (m *Manager) checkpointer() (runtime.Checkpointer, error) {
 
 // checkpointImage writes sandbox id's state as image ref and returns the
 // image's directory. On failure no image of ref is left but a previous one.
-func (m *Manager) checkpointImage(ctx context.Context, id string, ref images.Ref, leaveRunning bool) (string, error) {
+// When the image was written but the store would not keep it (an object
+// store that is down), revive, if set, gets the written directory before it
+// goes, to start the sandbox again from it.
+func (m *Manager) checkpointImage(ctx context.Context, id string, ref images.Ref, leaveRunning bool, revive func(dir string)) (string, error) {
 	cp, err := m.checkpointer()
 	if err != nil {
 		return "", err
@@ -49,6 +52,9 @@ func (m *Manager) checkpointImage(ctx context.Context, id string, ref images.Ref
 		}
 	}
 	if err := m.img.Commit(ctx, ref); err != nil {
+		if revive != nil {
+			revive(dir)
+		}
 		m.img.Abort(context.WithoutCancel(ctx), ref)
 		return "", err
 	}

@@ -78,7 +78,7 @@ func (m *Manager) snapshot(ctx context.Context, id string, opts SnapshotOptions)
 // Link) when paused.
 func (m *Manager) captureImage(ctx context.Context, o *op, ref images.Ref) error {
 	if o.from != StatePaused {
-		_, err := m.checkpointImage(ctx, o.id(), ref, true)
+		_, err := m.checkpointImage(ctx, o.id(), ref, true, nil)
 		return err
 	}
 	return m.img.Link(ctx, images.Pause(o.id()), ref)
