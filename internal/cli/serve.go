@@ -45,9 +45,7 @@ SIGTERM; paused sandboxes and snapshots survive restarts in --data-dir.`,
 	f.String("log-level", "info", "log level: debug, info, warn, error")
 	f.String("template-dir", "", "directory of the cached templates (default <data-dir>/templates)")
 	f.Int("clone-concurrency", 0, "restores one clone operation runs at a time (0: the default, 10)")
-	f.Bool("restore-on-demand", true, "restores (resume, clone, rollback, pool fills) read a sandbox's memory pages from its image when it first touches them "+
-		"instead of copying the whole image first: clones of one image share its pages through the page cache and a resume does not wait "+
-		"for the image to load; a later snapshot of the sandbox reads the pages it never touched (needs the patched runsc of scripts/build-runsc.sh)")
+	f.Bool("restore-on-demand", true, restoreOnDemandHelp)
 	f.Int("standby", 2, "runsc containers per sandbox shape created ahead for restores (resume, clone, rollback) to take (0: none)")
 	f.Bool("host-hugepages", true, "set the host's transparent huge page settings so gVisor backs sandbox memory with huge pages "+
 		"(shmem_enabled never→advise, defrag madvise→defer): restores of big sandboxes ~2× faster, ~7 MiB more per idle sandbox")
@@ -74,3 +72,9 @@ SIGTERM; paused sandboxes and snapshots survive restarts in --data-dir.`,
 	f.String("oidc-issuer", "", "URL of this daemon as the OIDC issuer of sandboxes' workload identity tokens (iam.tokens); relying parties fetch <URL>/.well-known/openid-configuration (default: http://<listen address>)")
 	return cmd
 }
+
+// restoreOnDemandHelp is serve --restore-on-demand's help (README "Restores on demand").
+const restoreOnDemandHelp = "restores (resume, clone, rollback, pool fills) read a sandbox's memory pages from its image when it first " +
+	"touches them instead of copying the whole image first: clones of one image share its pages through the page cache and a " +
+	"resume does not wait for the image to load; a later snapshot of the sandbox reads the pages it never touched " +
+	"(needs the patched runsc of scripts/build-runsc.sh; false: copy eagerly)"

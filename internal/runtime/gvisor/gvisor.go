@@ -73,8 +73,8 @@ type Runtime struct {
 	// onDemand: restores read memory pages when the sandbox touches them
 	// (runsc --restore-on-demand).
 	onDemand bool
-	bg      sync.WaitGroup // background removals of replaced containers
-	nextCPU atomic.Uint64  // the host CPU pinCPUs gives next
+	bg       sync.WaitGroup // background removals of replaced containers
+	nextCPU  atomic.Uint64  // the host CPU pinCPUs gives next
 }
 
 var (
