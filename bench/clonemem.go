@@ -47,6 +47,8 @@ func (b *fbBench) benchCloneMemory(ctx context.Context, src *client.Sandbox) {
 		b.fail(err, cloneMemKeys...)
 		return
 	}
+	images := filepath.Join(b.d.DataDir, "images")
+	before := pagesFiles(images)
 	res, err := b.c.Clone(ctx, src.SandboxID, client.CloneOptions{Count: cloneMemK, Strict: true, Timeout: sandboxTTL})
 	if err != nil {
 		b.fail(err, cloneMemKeys...)
@@ -71,7 +73,13 @@ func (b *fbBench) benchCloneMemory(ctx context.Context, src *client.Sandbox) {
 			return
 		}
 	}
-	setCloneMem(b.res, FB, srcMem, clones, pageCacheOf(filepath.Join(b.d.DataDir, "images")))
+	var cache int64
+	for p := range pagesFiles(images) {
+		if !before[p] { // the clone's image, not older ones
+			cache += residentOf(p)
+		}
+	}
+	setCloneMem(b.res, FB, srcMem, clones, cache)
 }
 
 // cloneMemory is the raw side of benchCloneMemory: cloneMemK restores of
@@ -114,26 +122,35 @@ func (b *rawBench) cloneMemory(ctx context.Context, src *rawBox, image string) {
 			return
 		}
 	}
-	setCloneMem(b.res, Raw, srcMem, clones, pageCacheOf(image))
+	var cache int64
+	for p := range pagesFiles(image) {
+		cache += residentOf(p)
+	}
+	setCloneMem(b.res, Raw, srcMem, clones, cache)
 }
 
-// pageCacheOf is how much of the checkpoint pages files (pages.img) under
-// root is in the host page cache: restores that read their pages from
-// there on demand share those pages, which no sandbox's PSS or memory file
-// shows.
-func pageCacheOf(root string) int64 {
-	var total int64
+// pagesFiles is the set of checkpoint pages files (pages.img) under root.
+func pagesFiles(root string) map[string]bool {
+	out := map[string]bool{}
 	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && d.Name() == "pages.img" {
-			n, err := residentBytes(p)
-			if err != nil {
-				slog.Warn("page cache of image", "file", p, "err", err)
-			}
-			total += n
+			out[p] = true
 		}
 		return nil
 	})
-	return total
+	return out
+}
+
+// residentOf is how much of pages file p is in the host page cache:
+// restores that read their pages from there on demand share those pages,
+// which no sandbox's PSS or memory file shows. An eager restore copied
+// them, but the checkpoint that wrote the file left them cached too.
+func residentOf(p string) int64 {
+	n, err := residentBytes(p)
+	if err != nil {
+		slog.Warn("page cache of image", "file", p, "err", err)
+	}
+	return n
 }
 
 // residentBytes counts the pages of file path in the page cache (mincore
