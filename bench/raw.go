@@ -36,7 +36,7 @@ func newRawBench(ctx context.Context, cfg config, res *Results, dir string) (*ra
 		return nil, err
 	}
 	b := &rawBench{r: r, res: res, cfg: cfg}
-	for slot := 1; slot <= 1+cloneCounts[len(cloneCounts)-1]; slot++ {
+	for slot := cfg.rawSlot0; slot <= cfg.rawSlot0+cloneCounts[len(cloneCounts)-1]; slot++ {
 		n := newRawNet(slot)
 		b.nets = append(b.nets, n)
 		if err := n.setup(ctx); err != nil {
