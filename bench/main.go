@@ -42,6 +42,7 @@ type config struct {
 	// index, the first raw namespace's slot), so two runs on one host
 	// (helpers benchmarking in parallel) do not remove each other's.
 	netIndex, rawSlot0 int
+	rawFlags           string // more global flags of raw runsc, space-separated
 }
 
 func main() {
@@ -69,6 +70,7 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.echoN, "echo-n", 50, "echo round trips")
 	flag.IntVar(&c.cloneReps, "clone-reps", 3, "rounds per clone count")
 	flag.IntVar(&c.netIndex, "network-index", networkIndex, "the bench daemon's network index (serve --network-index); another run beside this one needs another")
+	flag.StringVar(&c.rawFlags, "raw-flags", "", "more global runsc flags for the raw side, space-separated (e.g. --restore-on-demand, the floor of forkbox's default)")
 	flag.IntVar(&c.rawSlot0, "raw-slot", 1, "first raw runsc namespace slot (fbbench-N, 10.250.N.0/24); another run beside this one needs another")
 	flag.StringVar(&only, "only", "", "comma-separated sections: "+sectionNames())
 	flag.BoolVar(&c.keep, "keep", false, "keep the temporary directory (daemon log, data)")

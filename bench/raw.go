@@ -31,7 +31,7 @@ var sleepArgv = []string{"/bin/sleep", "86400"}
 
 func newRawBench(ctx context.Context, cfg config, res *Results, dir string) (*rawBench, error) {
 	r := &rawRunsc{bin: filepath.Join(cfg.bin, "runsc"), root: filepath.Join(dir, "runsc-root"),
-		dir: dir, rootfs: filepath.Join(cfg.templateDir, "base", "rootfs")}
+		dir: dir, rootfs: filepath.Join(cfg.templateDir, "base", "rootfs"), flags: strings.Fields(cfg.rawFlags)}
 	if err := os.MkdirAll(r.root, 0o700); err != nil {
 		return nil, err
 	}
