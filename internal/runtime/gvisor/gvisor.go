@@ -104,6 +104,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	r := &Runtime{cfg: cfg, log: cfg.Logger}
 	r.onDemand = !cfg.EagerRestore && r.runscRestoresOnDemand(ctx)
+	r.log.InfoContext(ctx, "gvisor restores", "on_demand", r.onDemand)
 	r.standby = newStandby(r, cfg.Standby)
 	for _, dir := range []string{r.runscRoot(), filepath.Join(cfg.StateDir, "sandboxes"), r.containersDir(), r.panicDir()} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
