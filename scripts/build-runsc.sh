@@ -29,7 +29,9 @@ cache=${FORKBOX_BUILD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/forkbox}
 src=$cache/gvisor-$version
 # The generator's own sources are part of the key: a changed filter regenerates.
 # So are the patches and this script.
+shopt -s nullglob
 patches=(patches/gvisor/*.patch)
+shopt -u nullglob
 stamp=$(cat tools/seccompgen/*.go internal/runtime/gvisor/runsc.go scripts/build-runsc.sh "${patches[@]}" | sha256sum | cut -c1-16)
 
 if [ "$(cat "$src/.seccomp-precompiled" 2>/dev/null)" != "$stamp" ]; then
@@ -38,11 +40,12 @@ if [ "$(cat "$src/.seccomp-precompiled" 2>/dev/null)" != "$stamp" ]; then
 	mkdir -p "$cache"
 	cp -r "$moddir" "$src.tmp"
 	chmod -R u+w "$src.tmp"
-	$GO run ./tools/seccompgen -gvisor-dir "$src.tmp"
+	# Patches first: the precompiled filters are those of the patched sentry.
 	for p in "${patches[@]}"; do
 		echo ">> applying $p"
 		patch -p1 --batch --forward --quiet -d "$src.tmp" <"$p"
 	done
+	$GO run ./tools/seccompgen -gvisor-dir "$src.tmp"
 	echo "$stamp" >"$src.tmp/.seccomp-precompiled"
 	mv "$src.tmp" "$src"
 fi
