@@ -36,7 +36,7 @@ build: $(BIN)/runsc
 # runsc takes a few minutes the first time (and a minute more to precompile its
 # seccomp programs, once per gvisor version); rebuilt only when its inputs change.
 # A cgo build fails at sandbox boot (the chroot has no dynamic loader).
-$(BIN)/runsc: go.mod go.sum scripts/build-runsc.sh $(wildcard tools/seccompgen/*.go)
+$(BIN)/runsc: go.mod go.sum scripts/build-runsc.sh $(wildcard tools/seccompgen/*.go) $(wildcard patches/gvisor/*.patch)
 	@mkdir -p $(BIN)
 	GO=$(GO) scripts/build-runsc.sh $(BIN)/runsc
 	@touch $(BIN)/runsc

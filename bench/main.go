@@ -38,6 +38,11 @@ type config struct {
 	// prevBin and prevTemplateDir are an earlier build (the interpreter
 	// before Jupyter) whose daemon runs the code-interpreter rows too.
 	prevBin, prevTemplateDir string
+	// netIndex and rawSlot0 place this run's networks (the daemon's
+	// index, the first raw namespace's slot), so two runs on one host
+	// (helpers benchmarking in parallel) do not remove each other's.
+	netIndex, rawSlot0 int
+	rawFlags           string // more global flags of raw runsc, space-separated
 }
 
 func main() {
@@ -64,6 +69,9 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.n, "n", 15, "iterations per measurement")
 	flag.IntVar(&c.echoN, "echo-n", 50, "echo round trips")
 	flag.IntVar(&c.cloneReps, "clone-reps", 3, "rounds per clone count")
+	flag.IntVar(&c.netIndex, "network-index", networkIndex, "the bench daemon's network index (serve --network-index); another run beside this one needs another")
+	flag.StringVar(&c.rawFlags, "raw-flags", "", "more global runsc flags for the raw side, space-separated (e.g. --restore-on-demand, the floor of forkbox's default)")
+	flag.IntVar(&c.rawSlot0, "raw-slot", 1, "first raw runsc namespace slot (fbbench-N, 10.250.N.0/24); another run beside this one needs another")
 	flag.StringVar(&only, "only", "", "comma-separated sections: "+sectionNames())
 	flag.BoolVar(&c.keep, "keep", false, "keep the temporary directory (daemon log, data)")
 	flag.BoolVar(&c.shareTemplate, "share-template", false, "use -template-dir in place instead of a private copy of its base and code-interpreter-v1 templates")
@@ -204,7 +212,7 @@ func runRaw(ctx context.Context, cfg config, res *Results, dir string) {
 
 // runForkbox starts a daemon, runs the forkbox measurements and stops it.
 func runForkbox(ctx context.Context, cfg config, res *Results, tmp string) error {
-	d, err := startDaemon(ctx, cfg.bin, cfg.templateDir, tmp, cfg.hugePages, networkIndex)
+	d, err := startDaemon(ctx, cfg.bin, cfg.templateDir, tmp, cfg.hugePages, cfg.netIndex)
 	if err != nil {
 		return err
 	}

@@ -156,6 +156,9 @@ func (b *fbBench) benchClone(ctx context.Context, sz size) {
 		}
 		b.res.Set(key, FB, wall)
 	}
+	if sz.name == "256" {
+		b.benchCloneMemory(ctx, src)
+	}
 }
 
 var cloneCounts = []int{1, 4, 10}

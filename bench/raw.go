@@ -31,12 +31,12 @@ var sleepArgv = []string{"/bin/sleep", "86400"}
 
 func newRawBench(ctx context.Context, cfg config, res *Results, dir string) (*rawBench, error) {
 	r := &rawRunsc{bin: filepath.Join(cfg.bin, "runsc"), root: filepath.Join(dir, "runsc-root"),
-		dir: dir, rootfs: filepath.Join(cfg.templateDir, "base", "rootfs")}
+		dir: dir, rootfs: filepath.Join(cfg.templateDir, "base", "rootfs"), flags: strings.Fields(cfg.rawFlags)}
 	if err := os.MkdirAll(r.root, 0o700); err != nil {
 		return nil, err
 	}
 	b := &rawBench{r: r, res: res, cfg: cfg}
-	for slot := 1; slot <= 1+cloneCounts[len(cloneCounts)-1]; slot++ {
+	for slot := cfg.rawSlot0; slot <= cfg.rawSlot0+cloneCounts[len(cloneCounts)-1]; slot++ {
 		n := newRawNet(slot)
 		b.nets = append(b.nets, n)
 		if err := n.setup(ctx); err != nil {

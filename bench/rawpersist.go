@@ -127,6 +127,9 @@ func (b *rawBench) benchClone(ctx context.Context, sz size) {
 		}
 		b.res.Set(key, Raw, wall)
 	}
+	if sz.name == "256" {
+		b.cloneMemory(ctx, src, image)
+	}
 }
 
 func (b *rawBench) cloneOnce(ctx context.Context, image string, argv []string, k int) (time.Duration, error) {

@@ -24,10 +24,14 @@ import (
 type rawRunsc struct {
 	bin, root, dir, rootfs string
 	seq                    atomic.Int64
+	// flags are more global runsc flags (-raw-flags), e.g. a floor for
+	// forkbox's --restore-on-demand.
+	flags []string
 }
 
 func (r *rawRunsc) global(extra ...string) []string {
-	return append([]string{"--root=" + r.root, "--platform=systrap", "--network=sandbox", "--overlay2=root:memory"}, extra...)
+	args := append([]string{"--root=" + r.root, "--platform=systrap", "--network=sandbox", "--overlay2=root:memory"}, r.flags...)
+	return append(args, extra...)
 }
 
 // newID returns a fresh fixed-length (20 character) container id.

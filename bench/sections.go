@@ -78,7 +78,9 @@ var sections = []sectionDef{
 		intro: "forkbox: `Clone(count=k, strict)` of a running source, then `Exec(echo hi)` in every clone concurrently; wall " +
 			"time until all answered (includes the source's snapshot). Raw: one `checkpoint --leave-running` of the source " +
 			"(not timed), then k concurrent `runsc restore --detach` into k prepared namespaces, each followed by `runsc exec " +
-			"echo hi`. Fewer rounds (see header) because each is expensive.",
+			"echo hi`. Fewer rounds (see header) because each is expensive. Memory (one reading): the 256 MiB source, then its " +
+			"10 clones after they answered and idled 3 s, each counted as in the memory section, plus the page cache of the " +
+			"pages.img files under the image directory (restores that load pages on demand read them from there, shared).",
 		rows: []rowDef{
 			{"clone.tiny.1", "clone ×1, tiny", "ms", nil},
 			{"clone.tiny.4", "clone ×4, tiny", "ms", nil},
@@ -86,6 +88,9 @@ var sections = []sectionDef{
 			{"clone.256.1", "clone ×1, 256 MiB", "ms", nil},
 			{"clone.256.4", "clone ×4, 256 MiB", "ms", nil},
 			{"clone.256.10", "clone ×10, 256 MiB", "ms", atMost(4000, "≤ 4 s")},
+			{"clone.256.mem.src", "host memory of the 256 MiB source, every page once", "MiB", nil},
+			{"clone.256.mem.10", "host memory of its 10 clones, every page once, + page cache of the pages.img files", "MiB", nil},
+			{"clone.256.mem.ratio", "  10 clones ÷ one source", "×", atMost(4, "< 4×")},
 		}},
 	{name: "rollback", title: "Rollback → first command output",
 		intro: "forkbox: `Rollback(id, snapshot)` then `Exec(echo hi)` until output (same sandbox id). Raw (recipe): `runsc " +

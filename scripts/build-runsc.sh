@@ -10,6 +10,10 @@
 # that register gVisor's own precompiled programs, and build runsc from that
 # copy through a replace directive in a scratch go.mod. The copy is cached per
 # gvisor version; the Go build cache makes rebuilds from it fast.
+#
+# Then the patches in patches/gvisor/*.patch (each says what and why in its
+# header) are applied to that copy, in name order; they are part of the
+# copy's key, so a changed patch set makes a fresh copy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: build-runsc.sh OUTPUT}
@@ -24,7 +28,11 @@ fi
 cache=${FORKBOX_BUILD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/forkbox}
 src=$cache/gvisor-$version
 # The generator's own sources are part of the key: a changed filter regenerates.
-stamp=$(cat tools/seccompgen/*.go internal/runtime/gvisor/runsc.go | sha256sum | cut -c1-16)
+# So are the patches and this script.
+shopt -s nullglob
+patches=(patches/gvisor/*.patch)
+shopt -u nullglob
+stamp=$(cat tools/seccompgen/*.go internal/runtime/gvisor/runsc.go scripts/build-runsc.sh "${patches[@]}" | sha256sum | cut -c1-16)
 
 if [ "$(cat "$src/.seccomp-precompiled" 2>/dev/null)" != "$stamp" ]; then
 	echo ">> precompiling runsc's seccomp programs for gvisor $version (once per version, ~1 min)"
@@ -32,6 +40,11 @@ if [ "$(cat "$src/.seccomp-precompiled" 2>/dev/null)" != "$stamp" ]; then
 	mkdir -p "$cache"
 	cp -r "$moddir" "$src.tmp"
 	chmod -R u+w "$src.tmp"
+	# Patches first: the precompiled filters are those of the patched sentry.
+	for p in "${patches[@]}"; do
+		echo ">> applying $p"
+		patch -p1 --batch --forward --quiet -d "$src.tmp" <"$p"
+	done
 	$GO run ./tools/seccompgen -gvisor-dir "$src.tmp"
 	echo "$stamp" >"$src.tmp/.seccomp-precompiled"
 	mv "$src.tmp" "$src"

@@ -31,6 +31,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 	commandPool, _ := f.GetInt("command-pool")
 	poolRecent, _ := f.GetInt("pool-recent")
 	standby, _ := f.GetInt("standby")
+	onDemand, _ := f.GetBool("restore-on-demand")
 	cloneConc, _ := f.GetInt("clone-concurrency")
 	maxSandboxes, _ := f.GetInt("max-sandboxes")
 	hugePages, _ := f.GetBool("host-hugepages")
@@ -55,7 +56,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		Domain: str("domain"), RunscPath: str("runsc"), AgentPath: str("agent"),
 		TLSListen: str("tls-listen"), TLSCert: str("tls-cert"), TLSKey: str("tls-key"),
 		SweepInterval: sweep, DefaultTimeout: timeout, NetworkIndex: netIndex, PoolSize: poolSize, PoolRecent: poolRecent, CommandPool: commandPool, Standby: standby, CloneConcurrency: cloneConc,
-		MaxSandboxes:  maxSandboxes,
+		MaxSandboxes: maxSandboxes, EagerRestore: !onDemand,
 		HostHugePages: hugePages, Egress: eg, RegistryMirrors: mirrors, InsecureRegistries: insecure, TemplateReadyTimeout: readyTimeout,
 		OCIBlobCacheMB: blobCache, VolumeSizeMB: volumeSize,
 		Limits: sandbox.Limits{MaxCPUs: maxCPUs, MaxMemoryMB: maxMem, MaxDiskMB: maxDisk},

@@ -48,6 +48,7 @@ SIGTERM; paused sandboxes and snapshots survive restarts in --data-dir.`,
 	f.String("log-level", "info", "log level: debug, info, warn, error")
 	f.String("template-dir", "", "directory of the cached templates (default <data-dir>/templates)")
 	f.Int("clone-concurrency", 0, "restores one clone operation runs at a time (0: the default, 10)")
+	f.Bool("restore-on-demand", true, restoreOnDemandHelp)
 	f.Int("standby", 2, "runsc containers per sandbox shape created ahead for restores (resume, clone, rollback) to take (0: none)")
 	f.Bool("host-hugepages", true, "set the host's transparent huge page settings so gVisor backs sandbox memory with huge pages "+
 		"(shmem_enabled never→advise, defrag madvise→defer): restores of big sandboxes ~2× faster, ~7 MiB more per idle sandbox")
@@ -90,3 +91,8 @@ func objectStoreFlags(f *pflag.FlagSet) {
 		"(endpoint, region and credentials from AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY); local disk becomes a cache (default: local disk only)")
 	f.String("image-cache-size", "20GiB", "size limit of the local image cache with --object-store (bytes, or with a unit: 512MiB, 20GiB, 1TB); the least recently opened images go first")
 }
+// restoreOnDemandHelp is serve --restore-on-demand's help (README "Restores on demand").
+const restoreOnDemandHelp = "restores (resume, clone, rollback, pool fills) read a sandbox's memory pages from its image when it first " +
+	"touches them instead of copying the whole image first: clones of one image share its pages through the page cache and a " +
+	"resume does not wait for the image to load; a later snapshot of the sandbox reads the pages it never touched " +
+	"(needs the patched runsc of scripts/build-runsc.sh; false: copy eagerly)"

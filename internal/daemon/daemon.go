@@ -58,6 +58,9 @@ type Options struct {
 	// Standby containers per sandbox shape are kept created, not started,
 	// for resumes, clones and rollbacks to restore into (0: none).
 	Standby int
+	// EagerRestore turns off on-demand page loading at restore
+	// (gvisor.Config.EagerRestore; serve --restore-on-demand=false).
+	EagerRestore bool
 	// HostHugePages lets Run change the host's transparent huge page
 	// settings so runsc uses huge pages (see package hostmm).
 	HostHugePages bool

@@ -56,6 +56,12 @@ type Config struct {
 	// take: a restore into one skips runsc's sandbox and gofer start-up,
 	// about half of its time. 0 turns it off. Close removes them.
 	Standby int
+	// EagerRestore turns off restoring on demand (runsc --restore-on-demand,
+	// patches/gvisor/0001): every restore then copies its image's whole
+	// pages file into the sandbox's own memory before the sandbox runs, so N
+	// clones of a big sandbox hold N copies of its memory and a resume waits
+	// for the copy. A runsc without the flag restores eagerly anyway.
+	EagerRestore bool
 }
 
 // Runtime is the gVisor backend. It is safe for concurrent use on
@@ -64,8 +70,11 @@ type Runtime struct {
 	cfg     Config
 	log     *slog.Logger
 	standby *standby
-	bg      sync.WaitGroup // background removals of replaced containers
-	nextCPU atomic.Uint64  // the host CPU pinCPUs gives next
+	// onDemand: restores read memory pages when the sandbox touches them
+	// (runsc --restore-on-demand).
+	onDemand bool
+	bg       sync.WaitGroup // background removals of replaced containers
+	nextCPU  atomic.Uint64  // the host CPU pinCPUs gives next
 }
 
 var (
@@ -94,6 +103,8 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		cfg.Timeout = time.Minute
 	}
 	r := &Runtime{cfg: cfg, log: cfg.Logger}
+	r.onDemand = !cfg.EagerRestore && r.runscRestoresOnDemand(ctx)
+	r.log.InfoContext(ctx, "gvisor restores", "on_demand", r.onDemand)
 	r.standby = newStandby(r, cfg.Standby)
 	for _, dir := range []string{r.runscRoot(), filepath.Join(cfg.StateDir, "sandboxes"), r.containersDir(), r.panicDir()} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {

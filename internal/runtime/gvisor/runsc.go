@@ -45,6 +45,9 @@ func (r *Runtime) globalArgs() []string {
 		// tell a crash from a kill.
 		"--panic-log=" + filepath.Join(r.panicDir(), "%ID%.log"),
 	}
+	if r.onDemand {
+		args = append(args, onDemandFlag)
+	}
 	if r.cfg.PanicSignal != 0 {
 		args = append(args, fmt.Sprintf("--panic-signal=%d", r.cfg.PanicSignal))
 	}
