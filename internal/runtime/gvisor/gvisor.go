@@ -66,6 +66,9 @@ type Runtime struct {
 	standby *standby
 	bg      sync.WaitGroup // background removals of replaced containers
 	nextCPU atomic.Uint64  // the host CPU pinCPUs gives next
+	// supervisors caches, by container id, the sandbox process Wait found
+	// (exits.go).
+	supervisors sync.Map
 }
 
 var (
@@ -276,6 +279,7 @@ func (r *Runtime) Delete(ctx context.Context, id string) error {
 // step and reports every failure.
 func (r *Runtime) removeContainer(ctx context.Context, cid, bundle string) error {
 	r.destroy(ctx, cid)
+	r.supervisors.Delete(cid)
 	var errs []error
 	if err := r.cfg.Net.Release(ctx, cid); err != nil && !errdefs.IsNotFound(err) {
 		errs = append(errs, fmt.Errorf("release network of %s: %w", cid, err))
