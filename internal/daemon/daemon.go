@@ -49,6 +49,9 @@ type Options struct {
 	// CodePrewarmJS has the code-interpreter template's image hold a
 	// started JavaScript kernel (else it starts on first use).
 	CodePrewarmJS bool
+	// AppHugePages backs sandboxes' memory with huge pages (runsc
+	// --app-huge-pages; off by default: smaller idle sandboxes).
+	AppHugePages bool
 	// PoolRecent user templates, the most recently built or created
 	// from, get a pool of PoolSize too (0: none).
 	PoolRecent int

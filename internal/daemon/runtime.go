@@ -39,11 +39,12 @@ func newRuntime(ctx context.Context, o Options, den *egress.Denials) (runtime.Ru
 		return nil, nil, err
 	}
 	rt, err := gvisor.New(ctx, gvisor.Config{
-		RunscPath: o.RunscPath,
-		StateDir:  filepath.Join(o.DataDir, "runtime"),
-		Net:       nm,
-		Logger:    o.Logger,
-		Standby:   o.Standby,
+		RunscPath:    o.RunscPath,
+		StateDir:     filepath.Join(o.DataDir, "runtime"),
+		Net:          nm,
+		Logger:       o.Logger,
+		Standby:      o.Standby,
+		AppHugePages: o.AppHugePages,
 	})
 	if err != nil {
 		eg.close()

@@ -35,6 +35,10 @@ type Config struct {
 	Net *netns.Manager
 	// Logger receives diagnostics. Default slog.Default().
 	Logger *slog.Logger
+	// AppHugePages backs sandboxes' application memory with huge pages
+	// (runsc --app-huge-pages); off, an idle sandbox is ~9 MiB smaller
+	// (docs/benchmarks.md, issue 22). Images are keyed by it (FlagsFor).
+	AppHugePages bool
 	// Defaults fill zero fields of Spec.Resources. Zero fields here mean
 	// 1 CPU, 512 MiB and 1024 pids.
 	Defaults runtime.Resources
