@@ -31,8 +31,9 @@ const (
 	DefaultAgentPort     = 49983
 	DefaultEnvdVersion   = "0.6.4"
 	DefaultAgentWait     = 20 * time.Second
-	// DefaultPoolRefillDelay: create → first output p50 with the pool,
-	// bench -only create, same run: 0 ms … ms, 250 ms … ms (docs/benchmarks.md, issue 22).
+	// DefaultPoolRefillDelay keeps a refill's restore (~100–300 ms of
+	// CPU here) off a new sandbox's first command, and is short enough for
+	// a pool of 2 to serve creates a few hundred ms apart (issue 22).
 	DefaultPoolRefillDelay = 250 * time.Millisecond
 )
 
