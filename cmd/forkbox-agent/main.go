@@ -21,16 +21,17 @@ func main() {
 	addr := flag.String("addr", fmt.Sprintf("0.0.0.0:%d", agent.DefaultPort), "TCP address to listen on")
 	level := flag.String("log-level", "info", "log level: debug, info, warn or error")
 	codeAddr := flag.String("code-addr", fmt.Sprintf("0.0.0.0:%d", codeinterp.DefaultPort), "TCP address of the code interpreter (empty disables it)")
-	codePrewarm := flag.Bool("code-prewarm", false, "start the default Python context at boot")
+	codePrewarm := flag.Bool("code-prewarm", false, "start the default Python context at boot (and register the JavaScript one)")
+	prewarmJS := flag.Bool("code-prewarm-js", false, "with --code-prewarm, start the default JavaScript context's kernel at boot too (else on its first cell)")
 	commandPool := flag.Int("command-pool", 1, "login shells kept started ahead of time for `bash -l -c` commands (0 turns the command pool off; /init's commandPool overrides it)")
 	flag.Parse()
-	if err := run(*addr, *level, *codeAddr, *codePrewarm, *commandPool); err != nil {
+	if err := run(*addr, *level, *codeAddr, codeinterp.Config{Prewarm: *codePrewarm, PrewarmJS: *prewarmJS}, *commandPool); err != nil {
 		fmt.Fprintln(os.Stderr, "forkbox-agent:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, level, codeAddr string, codePrewarm bool, commandPool int) error {
+func run(addr, level, codeAddr string, code codeinterp.Config, commandPool int) error {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
 		return fmt.Errorf("bad --log-level: %w", err)
@@ -59,7 +60,8 @@ func run(addr, level, codeAddr string, codePrewarm bool, commandPool int) error 
 		if ta, ok := l.Addr().(*net.TCPAddr); ok {
 			envdURL = fmt.Sprintf("http://127.0.0.1:%d", ta.Port)
 		}
-		s := codeinterp.New(codeinterp.Config{Logger: log, EnvdURL: envdURL, Prewarm: codePrewarm})
+		code.Logger, code.EnvdURL = log, envdURL
+		s := codeinterp.New(code)
 		guard.Acting = func(a oomguard.Act) { s.NoteOutOfMemory(a.PGID) }
 		go serveCode(ctx, log, s, codeAddr)
 	}

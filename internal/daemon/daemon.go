@@ -46,6 +46,12 @@ type Options struct {
 	// CommandPool is how many login shells each sandbox's agent keeps
 	// ready for commands.run (0: the command pool is off).
 	CommandPool int
+	// CodePrewarmJS has the code-interpreter template's image hold a
+	// started JavaScript kernel (else it starts on first use).
+	CodePrewarmJS bool
+	// AppHugePages backs sandboxes' memory with huge pages (runsc
+	// --app-huge-pages; off by default: smaller idle sandboxes).
+	AppHugePages bool
 	// PoolRecent user templates, the most recently built or created
 	// from, get a pool of PoolSize too (0: none).
 	PoolRecent int
@@ -327,7 +333,7 @@ func templatesAndImages(ctx context.Context, o Options, st *store.Store) ([]*sto
 // ensureTemplates builds (once) the built-in templates' root filesystems:
 // base, and the code interpreter on top of it.
 func ensureTemplates(ctx context.Context, o Options) ([]*store.Template, error) {
-	opts := template.Options{TemplateDir: o.TemplateDir, AgentPath: o.AgentPath, Progress: o.Out, Logger: o.Logger}
+	opts := template.Options{TemplateDir: o.TemplateDir, AgentPath: o.AgentPath, Progress: o.Out, Logger: o.Logger, CodePrewarmJS: o.CodePrewarmJS}
 	base, err := template.EnsureBase(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("base template: %w", err)

@@ -150,7 +150,7 @@ func seedDir(o Options, tplID, key string) string {
 // store (imported from a shared template directory's seed, or booted and
 // checkpointed once), and records the template.
 func warmTemplate(ctx context.Context, mgr *sandbox.Manager, content images.ContentStore, st *store.Store, tpl *store.Template, o Options) error {
-	key, err := imageKey(tpl.Version+"|"+gvisor.Flags, o.AgentPath, o.RunscPath)
+	key, err := imageKey(tpl.Version+"|"+gvisor.FlagsFor(o.AppHugePages)+"|"+strings.Join(tpl.AgentArgs, " "), o.AgentPath, o.RunscPath)
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,7 @@ func newRuntime(ctx context.Context, o Options, den *egress.Denials) (runtime.Ru
 		Logger:       o.Logger,
 		Standby:      o.Standby,
 		EagerRestore: o.EagerRestore,
+		AppHugePages: o.AppHugePages,
 		// Its own cgroup parent, like its own networks: a test or bench
 		// counting one daemon's cgroups must not see another's.
 		CgroupParent: CgroupParent(o.NetworkIndex),

@@ -42,7 +42,7 @@ func newBuilds(ctx context.Context, o Options, rt runtime.Runtime, st *store.Sto
 	if err != nil {
 		return nil, err
 	}
-	salt, err := imageKey(gvisor.Flags, o.RunscPath)
+	salt, err := imageKey(gvisor.FlagsFor(o.AppHugePages), o.RunscPath)
 	if err != nil {
 		return nil, err
 	}

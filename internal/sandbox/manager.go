@@ -31,6 +31,10 @@ const (
 	DefaultAgentPort     = 49983
 	DefaultEnvdVersion   = "0.6.4"
 	DefaultAgentWait     = 20 * time.Second
+	// DefaultPoolRefillDelay keeps a refill's restore (~100–300 ms of
+	// CPU here) off a new sandbox's first command, and is short enough for
+	// a pool of 2 to serve creates a few hundred ms apart (issue 22).
+	DefaultPoolRefillDelay = 250 * time.Millisecond
 )
 
 // Config configures a Manager. Runtime and Store are required.
@@ -84,6 +88,11 @@ type Config struct {
 	// PoolRecent user templates, the most recently built or created
 	// from, get a pool of PoolSize too (pool_recent.go; 0: none).
 	PoolRecent int
+	// PoolRefillDelay is how long after a create the pools are topped up:
+	// a refill is a restore, which on a small host competes for the CPUs
+	// with the new sandbox's first commands (0: DefaultPoolRefillDelay;
+	// negative: at once).
+	PoolRefillDelay time.Duration
 	// Events keeps every sandbox's event log (events.go); nil keeps it in
 	// memory only.
 	Events *eventlog.Log
@@ -270,6 +279,9 @@ func setDefaults(cfg *Config) {
 	}
 	if cfg.AgentWait <= 0 {
 		cfg.AgentWait = DefaultAgentWait
+	}
+	if cfg.PoolRefillDelay == 0 {
+		cfg.PoolRefillDelay = DefaultPoolRefillDelay
 	}
 	if cfg.EnvdVersion == "" {
 		cfg.EnvdVersion = DefaultEnvdVersion

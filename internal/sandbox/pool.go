@@ -212,6 +212,7 @@ func (m *Manager) restorePooled(ctx context.Context, tplID string, static bool) 
 		m.log.Warn("pool: restore failed", "template", tplID, "err", err)
 		return false
 	}
+	m.warmPooled(ctx, rec.ID)
 	if !m.pool.put(tplID, pooled{rec.ID, imageOf(tpl)}, static) {
 		// Drained (shutdown) or the template lost its pool meanwhile.
 		m.deletePooled(ctx, []string{rec.ID})

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/store"
@@ -39,10 +40,15 @@ func (m *Manager) takePooled(ctx context.Context, tpl *store.Template) string {
 }
 
 // usedTemplate notes a create from tpl: a user template moves to the front
-// of the recent ones, and the pools are topped up now.
+// of the recent ones, and the pools are topped up once the new sandbox
+// has had Config.PoolRefillDelay to run its first commands.
 func (m *Manager) usedTemplate(ctx context.Context, tpl *store.Template) {
 	if m.isUserTemplate(tpl) {
 		m.touchRecent(ctx, tpl.ID)
+	}
+	if d := m.cfg.PoolRefillDelay; d > 0 {
+		time.AfterFunc(d, m.kickPools)
+		return
 	}
 	m.kickPools()
 }

@@ -58,6 +58,9 @@ type Options struct {
 	// Progress receives human-readable progress lines (may be nil).
 	Progress io.Writer
 	Logger   *slog.Logger
+	// CodePrewarmJS starts the code interpreter's JavaScript kernel before
+	// its template's image is taken (agent --code-prewarm-js).
+	CodePrewarmJS bool
 }
 
 // AgentInRootFS is where the agent lives inside every template.

@@ -61,13 +61,17 @@ func EnsureCodeInterpreter(ctx context.Context, opts Options) (*store.Template, 
 	if changed {
 		progress(opts.Progress, "template %s: installed agent %s", CodeInterpreterID, opts.AgentPath)
 	}
+	args := []string{AgentInRootFS, "--code-prewarm"}
+	if opts.CodePrewarmJS {
+		args = append(args, "--code-prewarm-js")
+	}
 	return &store.Template{
 		ID: CodeInterpreterID, Kind: store.KindTemplate, RootFS: rootfs,
 		CPUCount: 2, MemoryMB: 1024, DiskSizeMB: 2048, CreatedAt: time.Now().UTC(),
 		Version: codeInterpreterVersion,
 		// The interpreter is started before the template's image is taken,
 		// so a new sandbox's first runCode finds it running.
-		AgentArgs:  []string{AgentInRootFS, "--code-prewarm"},
+		AgentArgs:  args,
 		ReadyPorts: []int{49999},
 	}, nil
 }

@@ -129,6 +129,7 @@ func (a *Agent) buildHandler() http.Handler {
 	mux.HandleFunc("GET /files", a.handleDownload)
 	mux.HandleFunc("POST /files", a.handleUpload)
 	mux.HandleFunc("POST /forkbox/apply", a.handleApply)
+	mux.HandleFunc("POST /forkbox/warm", a.handleWarm)
 	return a.withCORS(a.withAuth(mux))
 }
 

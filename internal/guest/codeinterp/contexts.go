@@ -172,6 +172,13 @@ func newID() string {
 
 // createContext starts a new context for lang in cwd ("" = default).
 func (s *Server) createContext(ctx context.Context, lang, cwd string) (*codeContext, error) {
+	return s.newContext(ctx, lang, cwd, true)
+}
+
+// newContext makes a context for lang in cwd ("" = default) and starts
+// its kernel unless lazy start is asked (start false): then its first
+// cell starts it, as after a kernel's death.
+func (s *Server) newContext(ctx context.Context, lang, cwd string, start bool) (*codeContext, error) {
 	lang, err := normalizeLanguage(lang)
 	if err != nil {
 		return nil, err
@@ -183,11 +190,13 @@ func (s *Server) createContext(ctx context.Context, lang, cwd string) (*codeCont
 		return nil, fmt.Errorf("working directory %q: %w", cwd, errBadDir)
 	}
 	c := &codeContext{ID: newID(), Language: lang, Cwd: cwd, srv: s}
-	c.run.Lock()
-	err = c.startKernel(ctx)
-	c.run.Unlock()
-	if err != nil {
-		return nil, err
+	if start {
+		c.run.Lock()
+		err = c.startKernel(ctx)
+		c.run.Unlock()
+		if err != nil {
+			return nil, err
+		}
 	}
 	s.mu.Lock()
 	s.contexts[c.ID] = c
@@ -211,6 +220,16 @@ func (s *Server) lookup(id string) (*codeContext, error) {
 // defaultContext returns the language's default context, creating it on
 // first use.
 func (s *Server) defaultContext(ctx context.Context, lang string) (*codeContext, error) {
+	return s.ensureDefault(ctx, lang, true)
+}
+
+// defaultContextLazy registers lang's default context without starting
+// its kernel (Config.PrewarmJS).
+func (s *Server) defaultContextLazy(lang string) (*codeContext, error) {
+	return s.ensureDefault(context.Background(), lang, false)
+}
+
+func (s *Server) ensureDefault(ctx context.Context, lang string, start bool) (*codeContext, error) {
 	lang, err := normalizeLanguage(lang)
 	if err != nil {
 		return nil, err
@@ -224,7 +243,7 @@ func (s *Server) defaultContext(ctx context.Context, lang string) (*codeContext,
 	if ok && c != nil {
 		return c, nil
 	}
-	c, err = s.createContext(ctx, lang, "")
+	c, err = s.newContext(ctx, lang, "", start)
 	if err != nil {
 		return nil, err
 	}

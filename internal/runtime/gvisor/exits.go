@@ -30,18 +30,67 @@ func (r *Runtime) Wait(ctx context.Context, id string) (runtime.Exit, error) {
 	if err != nil {
 		return runtime.Exit{}, err
 	}
-	st, err := r.runscState(ctx, h.cid())
+	pid, err := r.supervisorPid(ctx, id, h.cid())
 	if err != nil {
 		return runtime.Exit{}, err
 	}
-	if (st.Status != "running" && st.Status != "paused") || st.Pid <= 0 {
-		return runtime.Exit{}, fmt.Errorf("sandbox %s is %s: %w", id, st.Status, errdefs.ErrConflict)
-	}
 	before := r.exitCounters(h)
-	if err := waitPid(ctx, st.Pid); err != nil {
+	if err := waitPid(ctx, pid); err != nil {
 		return runtime.Exit{}, err
 	}
 	return r.classifyExit(h, before), nil
+}
+
+// supervisorPid is the pid of container cid's sandbox process. A wait
+// that follows another on the same process (a pooled sandbox handed over
+// to a create) takes it from the earlier one: a `runsc state` is a process
+// start that, just after a create, competed with the sandbox's first
+// command for the CPUs. The process must still be the one seen then (same
+// start time); else, as at the first wait, runsc says.
+func (r *Runtime) supervisorPid(ctx context.Context, id, cid string) (int, error) {
+	if v, ok := r.supervisors.Load(cid); ok {
+		sp := v.(supervisor)
+		if start, err := procStart(sp.pid); err == nil && start == sp.start {
+			return sp.pid, nil
+		}
+		r.supervisors.CompareAndDelete(cid, v)
+	}
+	st, err := r.runscState(ctx, cid)
+	if err != nil {
+		return 0, err
+	}
+	if (st.Status != "running" && st.Status != "paused") || st.Pid <= 0 {
+		return 0, fmt.Errorf("sandbox %s is %s: %w", id, st.Status, errdefs.ErrConflict)
+	}
+	if start, err := procStart(st.Pid); err == nil {
+		r.supervisors.Store(cid, supervisor{pid: st.Pid, start: start})
+	}
+	return st.Pid, nil
+}
+
+// supervisor is a sandbox process as Wait saw it: its pid and its start
+// time (which tells it from a later process given the same pid).
+type supervisor struct {
+	pid   int
+	start string
+}
+
+// procStart is process pid's start time in clock ticks since boot (field
+// 22 of /proc/<pid>/stat); a zombie counts as gone.
+func procStart(pid int) (string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", err
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return "", fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(b[i+1:])) // f[0] is field 3, the state
+	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
+		return "", fmt.Errorf("process %d is gone", pid)
+	}
+	return f[19], nil
 }
 
 // waitPid blocks until process pid exits or ctx ends. A pidfd opened

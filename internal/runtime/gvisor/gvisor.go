@@ -35,6 +35,10 @@ type Config struct {
 	Net *netns.Manager
 	// Logger receives diagnostics. Default slog.Default().
 	Logger *slog.Logger
+	// AppHugePages backs sandboxes' application memory with huge pages
+	// (runsc --app-huge-pages); off, an idle sandbox is ~9 MiB smaller
+	// (docs/benchmarks.md, issue 22). Images are keyed by it (FlagsFor).
+	AppHugePages bool
 	// Defaults fill zero fields of Spec.Resources. Zero fields here mean
 	// 1 CPU, 512 MiB and 1024 pids.
 	Defaults runtime.Resources
@@ -75,6 +79,9 @@ type Runtime struct {
 	onDemand bool
 	bg       sync.WaitGroup // background removals of replaced containers
 	nextCPU  atomic.Uint64  // the host CPU pinCPUs gives next
+	// supervisors caches, by container id, the sandbox process Wait found
+	// (exits.go).
+	supervisors sync.Map
 }
 
 var (
@@ -287,6 +294,7 @@ func (r *Runtime) Delete(ctx context.Context, id string) error {
 // step and reports every failure.
 func (r *Runtime) removeContainer(ctx context.Context, cid, bundle string) error {
 	r.destroy(ctx, cid)
+	r.supervisors.Delete(cid)
 	var errs []error
 	if err := r.cfg.Net.Release(ctx, cid); err != nil && !errdefs.IsNotFound(err) {
 		errs = append(errs, fmt.Errorf("release network of %s: %w", cid, err))

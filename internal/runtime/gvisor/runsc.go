@@ -27,7 +27,17 @@ const Platform = "systrap"
 // 1-CPU sandbox's image has one CPU.
 //
 // "vol-1": every sandbox has the volume mount (volumes.go).
-const Flags = "systrap,sandbox,overlay2=root:memory,allow-suid,sized-fs-3,vol-1"
+//
+// "small-pages": --app-huge-pages=false (Config.AppHugePages; FlagsFor).
+const Flags = "systrap,sandbox,overlay2=root:memory,allow-suid,sized-fs-3,vol-1,small-pages"
+
+// FlagsFor is Flags of a runtime whose Config.AppHugePages is hugePages.
+func FlagsFor(hugePages bool) string {
+	if hugePages {
+		return strings.Replace(Flags, "small-pages", "app-huge-pages", 1)
+	}
+	return Flags
+}
 
 // globalArgs are the runsc flags every invocation shares. They must be the
 // same for every command on a container (runsc reads its state with them).
@@ -40,6 +50,10 @@ func (r *Runtime) globalArgs() []string {
 		// sudo (and every setuid binary) is silently powerless without it;
 		// E2B clients expect `sudo` to work for the default user.
 		"--allow-suid",
+		// Small pages for the sandbox's own memory unless asked: with huge
+		// pages every 2 MiB region a process touches at all is committed
+		// whole (a Go heap's, a bash's), which is most of an idle sandbox.
+		fmt.Sprintf("--app-huge-pages=%t", r.cfg.AppHugePages),
 		// The sentry's stderr, where Go writes a crash report, goes to a
 		// file per container (runsc names it by %ID%), which Wait reads to
 		// tell a crash from a kill.
