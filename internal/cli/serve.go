@@ -48,13 +48,7 @@ SIGTERM; paused sandboxes and snapshots survive restarts in --data-dir.`,
 	f.String("log-level", "info", "log level: debug, info, warn, error")
 	f.String("template-dir", "", "directory of the cached templates (default <data-dir>/templates)")
 	f.Int("clone-concurrency", 0, "restores one clone operation runs at a time (0: the default, 10)")
-	f.Bool("restore-on-demand", true, restoreOnDemandHelp)
 	f.Int("standby", 2, "runsc containers per sandbox shape created ahead for restores (resume, clone, rollback) to take (0: none)")
-	f.Bool("host-hugepages", true, "set the host's transparent huge page settings so gVisor backs sandbox memory with huge pages "+
-		"(shmem_enabled never→advise, defrag madvise→defer): restores of big sandboxes ~2× faster, ~7 MiB more per idle sandbox")
-	f.Bool("app-huge-pages", false, "back sandboxes' memory with huge pages (runsc --app-huge-pages): ~9 MiB more per idle base sandbox, fewer page faults for large ones")
-	f.Bool("code-prewarm-js", false, "start the code interpreter's JavaScript kernel in the template's image, as E2B does (+~40 MiB per idle code-interpreter sandbox); off: it starts on the first JavaScript cell (~0.5 s once)")
-	f.Int("command-pool", 1, "login shells each sandbox's agent keeps started ahead of time for commands.run (`bash -l -c`), so a command does not wait for one (0: off)")
 	f.Int("pool-size", 2, "sandboxes per built-in template kept restored ahead of time, so a create is a hand-over (0: none)")
 	f.Int("pool-recent", 3, "user templates (the most recently built or created from) that get a pool of --pool-size too, "+
 		"filled only while running and pooled sandboxes stay under --max-sandboxes (0: none)")
@@ -77,6 +71,7 @@ SIGTERM; paused sandboxes and snapshots survive restarts in --data-dir.`,
 	databaseFlags(f)
 	f.String("oidc-issuer", "", "URL of this daemon as the OIDC issuer of sandboxes' workload identity tokens (iam.tokens); relying parties fetch <URL>/.well-known/openid-configuration (default: http://<listen address>)")
 	objectStoreFlags(f)
+	memoryFlags(f)
 	return cmd
 }
 
@@ -92,6 +87,17 @@ func objectStoreFlags(f *pflag.FlagSet) {
 	f.String("object-store", "", "keep pause images, snapshots, template layers and template images in S3-compatible object storage at s3://bucket/prefix "+
 		"(endpoint, region and credentials from AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY); local disk becomes a cache (default: local disk only)")
 	f.String("image-cache-size", "20GiB", "size limit of the local image cache with --object-store (bytes, or with a unit: 512MiB, 20GiB, 1TB); the least recently opened images go first")
+}
+
+// memoryFlags are serve's flags trading sandboxes' host memory against
+// speed (README "Idle memory and create latency", "Restores on demand").
+func memoryFlags(f *pflag.FlagSet) {
+	f.Bool("host-hugepages", true, "set the host's transparent huge page settings so gVisor backs sandbox memory with huge pages "+
+		"(shmem_enabled never→advise, defrag madvise→defer): restores of big sandboxes ~2× faster, ~7 MiB more per idle sandbox")
+	f.Int("command-pool", 1, "login shells each sandbox's agent keeps started ahead of time for commands.run (`bash -l -c`), so a command does not wait for one (0: off)")
+	f.Bool("restore-on-demand", true, restoreOnDemandHelp)
+	f.Bool("app-huge-pages", false, "back sandboxes' memory with huge pages (runsc --app-huge-pages): ~9 MiB more per idle base sandbox, fewer page faults for large ones")
+	f.Bool("code-prewarm-js", false, "start the code interpreter's JavaScript kernel in the template's image, as E2B does (+~40 MiB per idle code-interpreter sandbox); off: it starts on the first JavaScript cell (~0.5 s once)")
 }
 
 // restoreOnDemandHelp is serve --restore-on-demand's help (README "Restores on demand").
