@@ -166,11 +166,6 @@ func TestObjectStoreDownDuringPause(t *testing.T) {
 	checkContinues(t, ctx, conn, tok, n)
 }
 
-func isStatus(err error, status int) bool {
-	var e *client.Error
-	return asError(err, &e) && e.Status == status
-}
-
 // TestObjectStoreServeRefuses: `forkbox serve` with a bad --object-store
 // URL, an unreachable store or a bad --image-cache-size exits non-zero in
 // bounded time and says why.

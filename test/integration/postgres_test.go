@@ -152,8 +152,11 @@ func TestPostgresKill9Restart(t *testing.T) {
 	if err := c.Pause(ctx, paused.SandboxID); err != nil {
 		t.Fatal(err)
 	}
-	// The pause finishes in the background: kill the daemon once it has.
-	waitFor(t, time.Minute, func() bool { return state(t, ctx, c, paused.SandboxID) == "paused" })
+	// The pause finishes in the background (the API says "paused" from its
+	// start): kill the daemon once its log says the image is kept.
+	waitFor(t, time.Minute, func() bool {
+		return strings.Contains(d.Log(), `msg="sandbox paused" sandbox=`+paused.SandboxID)
+	})
 	snap, err := c.Snapshot(ctx, running.SandboxID, "pg-snap")
 	if err != nil {
 		t.Fatal(err)
