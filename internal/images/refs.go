@@ -30,7 +30,7 @@ func (c *Content) Set(ctx context.Context, h Holder, refs []ContentRef) error {
 // hold makes h hold refs, if they are all committed, and with only, no
 // other entry.
 func (c *Content) hold(h Holder, refs []ContentRef, only bool) error {
-	if err := c.check(h, refs); err != nil {
+	if err := checkHolding(h, refs); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -107,7 +107,9 @@ func (c *Content) Collect(ctx context.Context) ([]ContentRef, error) {
 	return removed, nil
 }
 
-func (c *Content) check(h Holder, refs []ContentRef) error {
+// checkHolding validates a holder and the refs it is to hold (every
+// content backend's Hold, Set and Commit check the same).
+func checkHolding(h Holder, refs []ContentRef) error {
 	if err := h.validate(); err != nil {
 		return err
 	}

@@ -115,7 +115,7 @@ func (c *ObjectContent) isScratch(dir string) bool {
 // exists unheld, even for a moment on another node's Collect), then the
 // blobs, then the manifest.
 func (c *ObjectContent) Commit(ctx context.Context, ref ContentRef, dir string, h Holder) error {
-	if err := c.check(h, []ContentRef{ref}); err != nil {
+	if err := checkHolding(h, []ContentRef{ref}); err != nil {
 		return err
 	}
 	if !isDir(dir) {
@@ -184,18 +184,6 @@ func (c *ObjectContent) List(ctx context.Context, kind ContentKind) ([]ContentRe
 		}
 	}
 	return out, nil
-}
-
-func (c *ObjectContent) check(h Holder, refs []ContentRef) error {
-	if err := h.validate(); err != nil {
-		return err
-	}
-	for _, ref := range refs {
-		if err := ref.Validate(); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // noteLocal records that h of this process holds ref (and, when known,

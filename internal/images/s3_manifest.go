@@ -113,7 +113,7 @@ func scanDir(dir string) (*manifest, error) {
 			e.Type = "dir"
 		case syscall.S_IFREG:
 			e.Type, e.Size = "file", st.Size
-			if e.SHA256, err = hashFile(p); err != nil {
+			if e.SHA256, err = HashFile(p); err != nil {
 				return err
 			}
 		case syscall.S_IFLNK:
@@ -133,7 +133,8 @@ func scanDir(dir string) (*manifest, error) {
 	return m, nil
 }
 
-func hashFile(p string) (string, error) {
+// HashFile is the hex sha256 of file p's content.
+func HashFile(p string) (string, error) {
 	f, err := os.Open(p)
 	if err != nil {
 		return "", err

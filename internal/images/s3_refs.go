@@ -60,7 +60,7 @@ func (c *ObjectContent) Hold(ctx context.Context, h Holder, refs ...ContentRef) 
 // it takes back the markers h did not have before. It returns what h held
 // before.
 func (c *ObjectContent) hold(ctx context.Context, h Holder, refs []ContentRef) (map[ContentRef]bool, error) {
-	if err := c.check(h, refs); err != nil {
+	if err := checkHolding(h, refs); err != nil {
 		return nil, err
 	}
 	held, err := c.heldBy(ctx, h)

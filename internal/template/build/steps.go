@@ -3,10 +3,7 @@ package build
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/forkbox/forkbox/client"
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/oci"
 	"github.com/forkbox/forkbox/internal/runtime"
 	"github.com/forkbox/forkbox/internal/store"
@@ -87,7 +85,7 @@ func (j *job) baseImage(ctx context.Context, ref string) error {
 	}
 	defer j.s.cfg.Images.Release(img) // its blobs are a cache once unpacked
 	j.logf("info", "pulled %s (%d layers, %.1f MiB)", img.Source, len(img.Layers), float64(img.Size())/(1<<20))
-	agent, err := fileHash(j.s.cfg.AgentPath)
+	agent, err := images.HashFile(j.s.cfg.AgentPath)
 	if err != nil {
 		return err
 	}
@@ -166,19 +164,6 @@ func short(digest string) string {
 		hex = hex[:12]
 	}
 	return hex
-}
-
-func fileHash(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // account is a user of a rootfs.
