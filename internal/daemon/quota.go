@@ -14,12 +14,13 @@ import (
 // perSandboxMiB is about three idle base sandboxes' host memory (35–45 MiB
 // each in docs/benchmarks.md), so each has room to work before the host
 // runs short; hostReserveMiB is kept for the daemon, runsc's page cache
-// and the host itself. The cap stays below the 254 network slots of a
-// daemon's /16, which pool and standby sandboxes share.
+// and the host itself. The cap bounds what a huge host starts with by
+// default; --max-sandboxes sets any number up to the network slots of a
+// daemon's /16 (netns.MaxSlots), which pool and standby sandboxes share.
 const (
 	perSandboxMiB   = 128
 	hostReserveMiB  = 2048
-	maxSandboxesCap = 200
+	maxSandboxesCap = 1000
 )
 
 // defaultMaxSandboxes applies the formula to the host's MemTotal.

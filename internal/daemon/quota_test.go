@@ -7,7 +7,7 @@ func TestDefaultMaxSandboxes(t *testing.T) {
 		memMiB int64
 		want   int
 	}{
-		{512, 1}, {2048, 1}, {4096, 16}, {8192, 48}, {24 * 1024, 176}, {64 * 1024, 200},
+		{512, 1}, {2048, 1}, {4096, 16}, {8192, 48}, {24 * 1024, 176}, {64 * 1024, 496}, {256 * 1024, 1000},
 	} {
 		if got := defaultMaxSandboxes(tc.memMiB); got != tc.want {
 			t.Errorf("defaultMaxSandboxes(%d MiB) = %d, want %d", tc.memMiB, got, tc.want)

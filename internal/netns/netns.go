@@ -1,13 +1,12 @@
 // Package netns gives every sandbox its own Linux network namespace: a veth
-// pair whose host side (10.x.N.1/24) routes and NATs for the sandbox side
-// (eth0, 10.x.N.2/24), an address slot from a small pool, and one nftables
+// pair whose host side (the first address of a /30) routes and NATs for the
+// sandbox side (eth0, the second), an address slot from a pool, and one nftables
 // table that keeps sandboxes away from the host, from each other and from
 // private networks.
 //
 // Addressing: a Manager owns one /16 (10.201.0.0/16 by default) and gives
-// slot N (1..254) the /24 10.201.N.0. 254 sandboxes per host is well above
-// what the memory of the hosts forkbox targets allows; a /30 scheme would
-// lift the limit if ever needed without changing the API.
+// slot N (1..MaxSlots) the /30 at offset 4N: slot 1 is 10.201.0.4/30 (host
+// 10.201.0.5, sandbox 10.201.0.6), slot 64 is 10.201.1.0/30.
 //
 // Host state is the source of truth so a restarted daemon can reattach: the
 // host-side veth is named <LinkPrefix><N> and carries the alias
@@ -294,15 +293,15 @@ func (m *Manager) Close(ctx context.Context) error {
 // lease computes the addresses of slot.
 func (m *Manager) lease(id string, slot int, allowInternet bool) Lease {
 	b := m.cfg.Subnet.Addr().As4()
-	b[2] = byte(slot)
-	b[3] = 1
+	off := slot * 4
+	b[2], b[3] = byte(off>>8), byte(off&0xff)+1
 	host := netip.AddrFrom4(b)
-	b[3] = 2
+	b[3]++
 	name := m.cfg.NamePrefix + id
 	return Lease{
 		ID: id, Slot: slot, NSName: name, NSPath: filepath.Join(nsDir, name),
 		HostLink: fmt.Sprintf("%s%d", m.cfg.LinkPrefix, slot),
-		HostAddr: host, Addr: netip.AddrFrom4(b), Bits: 24,
+		HostAddr: host, Addr: netip.AddrFrom4(b), Bits: 30,
 		AllowInternet: allowInternet, Policy: basePolicy(allowInternet),
 	}
 }

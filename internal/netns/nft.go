@@ -67,8 +67,13 @@ func (m *Manager) addInputChain(c *nftables.Conn, t *nftables.Table) {
 	}
 	c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: cat(in, drop())})
 	if p := m.cfg.EgressPort; p != 0 {
-		// The proxy listens on every address; nothing else may reach it.
-		c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: cat(dport(unix.IPPROTO_TCP, p), drop())})
+		// The proxy listens on every address; nothing else may reach it
+		// from outside the host. Loopback is left alone: the host's own
+		// processes are trusted, and a table outliving its daemon (kill -9,
+		// until the next start replaces it) would otherwise black-hole
+		// whichever local server is given the freed port next.
+		c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: cat(
+			ifnameCmp(expr.MetaKeyIIFNAME, expr.CmpOpNeq, string(ifname("lo"))), dport(unix.IPPROTO_TCP, p), drop())})
 	}
 }
 

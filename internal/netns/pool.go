@@ -7,9 +7,11 @@ import (
 )
 
 // MaxSlots is the number of sandboxes one Manager can hold: slot N owns the
-// /24 10.x.N.0 inside the manager's /16, and N runs from 1 to 254 so that
-// neither the network nor the broadcast /24 of the /16 is used.
-const MaxSlots = 254
+// /30 at offset 4N inside the manager's /16 (host .1, sandbox .2 of it), and
+// N runs from 1 to 16382 so that neither the first nor the last /30 of the
+// /16 (its network and broadcast addresses) is used. /24s per slot capped a
+// daemon at 254 sandboxes, below what a 24 GiB host holds idle.
+const MaxSlots = 1<<14 - 2
 
 // pool hands out slot numbers 1..size. It is not safe for concurrent use;
 // the Manager guards it with its mutex.

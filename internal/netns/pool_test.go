@@ -82,7 +82,7 @@ func TestSlotOfAndAlias(t *testing.T) {
 		slot int
 		ok   bool
 	}{
-		{"fbh1", 1, true}, {"fbh254", 254, true}, {"fbh255", 0, false}, {"fbh0", 0, false},
+		{"fbh1", 1, true}, {"fbh254", 254, true}, {"fbh16382", 16382, true}, {"fbh16383", 0, false}, {"fbh0", 0, false},
 		{"fbh01", 0, false}, {"fbhx", 0, false}, {"eth0", 0, false}, {"fbh", 0, false},
 	}
 	for _, tt := range tests {
@@ -91,8 +91,18 @@ func TestSlotOfAndAlias(t *testing.T) {
 			t.Errorf("slotOf(%q) = %d, %v; want %d, %v", tt.name, slot, ok, tt.slot, tt.ok)
 		}
 	}
+	for _, tt := range []struct {
+		slot       int
+		host, addr string
+	}{{1, "10.201.0.5", "10.201.0.6"}, {63, "10.201.0.253", "10.201.0.254"}, {64, "10.201.1.1", "10.201.1.2"},
+		{MaxSlots, "10.201.255.249", "10.201.255.250"}} {
+		l := m.lease("abc", tt.slot, true)
+		if l.HostAddr.String() != tt.host || l.Addr.String() != tt.addr || l.Bits != 30 {
+			t.Errorf("lease(%d) = %s, %s/%d; want %s, %s/30", tt.slot, l.HostAddr, l.Addr, l.Bits, tt.host, tt.addr)
+		}
+	}
 	l := m.lease("abc", 7, true)
-	if l.HostAddr.String() != "10.201.7.1" || l.Addr.String() != "10.201.7.2" || l.HostLink != "fbh7" {
+	if l.HostLink != "fbh7" {
 		t.Fatalf("lease = %+v", l)
 	}
 	back, ok := m.parseAlias(alias(l), 7)

@@ -2,6 +2,7 @@ package netns
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -69,6 +70,13 @@ func TestPolicyRedirects(t *testing.T) {
 	l, err := m.Allocate(ctx, "rdrt", true)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The host's own processes reach the port on loopback: a table left by
+	// a killed daemon must not black-hole the next local server on it.
+	if c, err := net.DialTimeout("tcp4", fmt.Sprintf("127.0.0.1:%d", cfg.EgressPort), 2*time.Second); err != nil {
+		t.Errorf("the host cannot reach the proxy's port on loopback: %v", err)
+	} else {
+		c.Close()
 	}
 	rules := map[string][]netpolicy.Rule{"a.test": {{Transform: &netpolicy.Transform{Headers: map[string]string{"X-A": "1"}}}}}
 	tunnel := &netpolicy.EgressProxy{Address: "198.51.100.99:1080", Username: "u", Password: "secret"}
