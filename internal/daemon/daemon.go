@@ -300,6 +300,7 @@ func serve(ctx context.Context, o Options, lns *listeners, h http.Handler, mgr *
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
+	finishPauses(ctx, o.Logger, mgr)
 	logLeftRunning(shutCtx, o.Logger, mgr)
 	return err
 }

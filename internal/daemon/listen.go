@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"time"
 
 	"github.com/forkbox/forkbox/internal/sandbox"
 )
@@ -40,6 +41,27 @@ func (l *listeners) close() {
 // logLeftRunning says what a stopping daemon leaves on the host: its
 // sandboxes keep running (and paused ones stay on disk) by design, so the
 // next `forkbox serve` on the data dir reattaches to them.
+// pauseGrace bounds how long a stopping daemon waits for the pauses
+// requests started: well under systemd's default stop timeout (90 s), and
+// far above a pause of a few GiB here.
+const pauseGrace = 60 * time.Second
+
+// finishPauses lets the pauses that requests started (and answered at
+// once) finish before the daemon exits: a pause cut short leaves a sandbox
+// the next start can only report lost.
+func finishPauses(ctx context.Context, log *slog.Logger, mgr *sandbox.Manager) {
+	n := mgr.InBackground()
+	if n == 0 {
+		return
+	}
+	log.Info("forkbox waiting for pauses in progress", "pauses", n, "at_most", pauseGrace)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pauseGrace)
+	defer cancel()
+	if err := mgr.WaitBackground(wctx); err != nil {
+		log.Warn("forkbox stops with pauses unfinished; their sandboxes will be reported lost", "pauses", mgr.InBackground())
+	}
+}
+
 func logLeftRunning(ctx context.Context, log *slog.Logger, mgr *sandbox.Manager) {
 	counts := map[sandbox.PublicState][]string{}
 	for _, state := range []sandbox.PublicState{sandbox.PublicRunning, sandbox.PublicPaused} {

@@ -49,10 +49,10 @@ func (m *Manager) PauseFilesystem(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	go func() {
+	m.goBackground(func() {
 		start := m.now()
 		m.observe(OpPause, start, m.finishFilesystemPause(context.WithoutCancel(ctx), o))
-	}()
+	})
 	return nil
 }
 

@@ -169,6 +169,9 @@ type Manager struct {
 	shapeUse shapeUses
 	// layers caches snapshots' file lists for diffs (diff_cache.go).
 	layers layerCache
+
+	// bg tracks pauses running after their request returned (background.go).
+	bg background
 }
 
 // records is what the Manager needs of the store (a *store.Store); tests

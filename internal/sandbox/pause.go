@@ -23,7 +23,7 @@ func (m *Manager) Pause(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	go m.finishPauseObserved(context.WithoutCancel(ctx), o, OpPause)
+	m.goBackground(func() { m.finishPauseObserved(context.WithoutCancel(ctx), o, OpPause) })
 	return nil
 }
 
