@@ -68,7 +68,7 @@ func runLogged(ctx context.Context, w io.Writer, start time.Time, pick func(line
 	pw.Close()
 	<-done
 	if err != nil {
-		return fmt.Errorf("%w: %s", err, lastLines(tail.String(), 10))
+		return fmt.Errorf("%w: %s", err, failureLines(tail.String(), 10))
 	}
 	return nil
 }
@@ -83,6 +83,23 @@ func debootstrapLines() func(string) (string, bool) {
 		n++
 		return fmt.Sprintf("debootstrap #%d: %s", n, strings.TrimPrefix(line, "I: ")), true
 	}
+}
+
+// failureLines is what a failed command's output says of its failure:
+// its first few error lines (apt's tail only says "too many errors", dpkg
+// named the cause earlier) and its last n lines.
+func failureLines(s string, n int) string {
+	var first []string
+	for _, line := range strings.Split(s, "\n") {
+		if strings.Contains(strings.ToLower(line), "error") && len(first) < 5 {
+			first = append(first, line)
+		}
+	}
+	last := lastLines(s, n)
+	if len(first) == 0 || strings.Contains(last, first[0]) {
+		return last
+	}
+	return strings.Join(first, "\n") + "\n…\n" + last
 }
 
 func lastLines(s string, n int) string {
