@@ -8,6 +8,9 @@ samples as the server hands them to the TypeScript kernel (transpiled)."""
 import json
 import os
 import unittest
+from queue import Empty
+
+from jupyter_client.utils import run_sync
 
 import jupyter_kernel_test as jkt
 from jupyter_kernel_test.msgspec_v5 import validate_message
@@ -36,19 +39,38 @@ class JavaScript(jkt.KernelTests):
     code_execute_result = [{'code': '6*7', 'result': '42'}]
     code_generate_error = "throw new Error('bad')"
 
-    def test_kernel_info(self):
+    def _undeviate_kernel_info(self, reply):
         """ijavascript 5.2.1's kernel_info_reply deviates in two ways that
         clients (and forkbox) ignore: it repeats its header's msg_id and
-        msg_type at the top level and has no content.status. The rest of
-        it must conform."""
-        self.flush_channels()
-        msg_id = self.kc.kernel_info()
-        reply = self.kc.get_shell_msg(timeout=jkt.TIMEOUT)
+        msg_type at the top level and has no content.status. This checks
+        exactly those two and puts the reply in the standard's shape."""
         for k in ('msg_id', 'msg_type'):
             self.assertEqual(reply.pop(k), reply['header'][k])
         self.assertNotIn('status', reply['content'])
         reply['content']['status'] = 'ok'
-        validate_message(reply, 'kernel_info_reply', msg_id)
+        return reply
+
+    def flush_channels(self):
+        """The start-up handshake asks for kernel_info until one is
+        answered, so a slow start leaves late kernel_info_replies queued;
+        the first test's flush must read them with their known deviation
+        and everything else as the base class does."""
+        for channel in (self.kc.shell_channel, self.kc.iopub_channel):
+            while True:
+                try:
+                    msg = run_sync(channel.get_msg)(timeout=0.1)
+                except Empty:
+                    break
+                if msg.get('header', {}).get('msg_type') == 'kernel_info_reply':
+                    msg = self._undeviate_kernel_info(msg)
+                validate_message(msg)
+
+    def test_kernel_info(self):
+        """The rest of ijavascript's kernel_info_reply must conform."""
+        self.flush_channels()
+        msg_id = self.kc.kernel_info()
+        reply = self.kc.get_shell_msg(timeout=jkt.TIMEOUT)
+        validate_message(self._undeviate_kernel_info(reply), 'kernel_info_reply', msg_id)
 
 
 def _typescript_samples():
