@@ -72,10 +72,9 @@ func EnsureBase(ctx context.Context, opts Options) (*store.Template, error) {
 	fillDefaults(&opts)
 	dir := filepath.Join(opts.TemplateDir, BaseID)
 	rootfs := filepath.Join(dir, "rootfs")
-	if !completeVersion(dir, baseVersion) {
-		if err := buildBase(ctx, opts, dir); err != nil {
-			return nil, err
-		}
+	if err := buildLocked(ctx, dir, func() bool { return completeVersion(dir, baseVersion) },
+		func() error { return buildBase(ctx, opts, dir) }); err != nil {
+		return nil, err
 	}
 	changed, err := installAgent(opts.AgentPath, rootfs)
 	if err != nil {

@@ -49,10 +49,9 @@ func EnsureCodeInterpreter(ctx context.Context, opts Options) (*store.Template, 
 	}
 	dir := filepath.Join(opts.TemplateDir, CodeInterpreterID)
 	rootfs := filepath.Join(dir, "rootfs")
-	if !completeVersion(dir, codeInterpreterVersion) {
-		if err := buildCodeInterpreter(ctx, opts, dir); err != nil {
-			return nil, err
-		}
+	if err := buildLocked(ctx, dir, func() bool { return completeVersion(dir, codeInterpreterVersion) },
+		func() error { return buildCodeInterpreter(ctx, opts, dir) }); err != nil {
+		return nil, err
 	}
 	changed, err := installAgent(opts.AgentPath, rootfs)
 	if err != nil {
@@ -154,27 +153,10 @@ func installPackages(ctx context.Context, w io.Writer, start time.Time, root str
 	install := append([]string{root, "env", "DEBIAN_FRONTEND=noninteractive", "apt-get"}, aptOpts...)
 	install = append(install, "install", "-y", "--no-install-recommends")
 	install = append(install, pkgs...)
-	err := runApt(ctx, w, start, install...)
-	if err == nil || ctx.Err() != nil {
-		return wrapIf("apt-get install", err)
+	if err := runApt(ctx, w, start, install...); err != nil {
+		return fmt.Errorf("apt-get install: %w", err)
 	}
-	// Once, a fresh machine's build failed in dpkg's configure stage and
-	// the same install passed when run again: finish what dpkg left
-	// half-configured and try once more before failing the build.
-	progress(w, "  apt-get install failed (%v); configuring what dpkg left and retrying once", err)
-	configure := []string{root, "env", "DEBIAN_FRONTEND=noninteractive", "dpkg", "--configure", "-a"}
-	if cerr := runApt(ctx, w, start, configure...); cerr != nil {
-		return fmt.Errorf("apt-get install: %w (and dpkg --configure -a: %v)", err, cerr)
-	}
-	return wrapIf("apt-get install (retried)", runApt(ctx, w, start, install...))
-}
-
-// wrapIf prefixes a non-nil err with what failed.
-func wrapIf(what string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("%s: %w", what, err)
+	return nil
 }
 
 // warmPython imports the libraries once as the sandbox user, so the
