@@ -1,13 +1,13 @@
 package cluster
 
 import (
-	"bufio"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
 
+	"github.com/forkbox/forkbox/internal/hostmm"
 	"github.com/forkbox/forkbox/internal/store"
 )
 
@@ -15,30 +15,9 @@ import (
 // average; a value the host does not expose reads as zero, since a
 // heartbeat without it beats no heartbeat.
 func HostReport() store.Report {
-	return store.Report{FreeMemoryMiB: memAvailableMiB(), CPUs: runtime.NumCPU(), Load1: load1(), Version: Version()}
-}
-
-// memAvailableMiB is MemAvailable of /proc/meminfo: what the kernel can
-// hand out without swapping (MemFree ignores reclaimable page cache).
-func memAvailableMiB() int64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		name, rest, ok := strings.Cut(sc.Text(), ":")
-		if !ok || name != "MemAvailable" {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-		if err != nil {
-			return 0
-		}
-		return kb / 1024
-	}
-	return 0
+	// MemAvailable, not MemFree: reclaimable page cache is free to use.
+	free, _ := hostmm.MemInfoMiB("MemAvailable")
+	return store.Report{FreeMemoryMiB: free, CPUs: runtime.NumCPU(), Load1: load1(), Version: Version()}
 }
 
 // load1 is the one-minute load average of /proc/loadavg.

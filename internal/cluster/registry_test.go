@@ -262,3 +262,12 @@ func TestNewNeedsIdentity(t *testing.T) {
 		t.Errorf("New without a URL: %v", err)
 	}
 }
+
+// TestHostReport: the default probe reads this host's free memory and
+// CPUs, and names the build.
+func TestHostReport(t *testing.T) {
+	r := HostReport()
+	if r.FreeMemoryMiB <= 0 || r.CPUs <= 0 || r.Version == "" {
+		t.Errorf("host report %+v", r)
+	}
+}
