@@ -48,6 +48,7 @@ func TestNodes(t *testing.T) {
 			}
 		}
 	}
+	waitNodeMetrics(t, ctx, a, 2, 0)
 	ca, cb := client.New(a.URL, a.APIKey), client.New(b.URL, a.APIKey)
 	if n, err := ca.DrainNode(ctx, "node-b"); err != nil || n.State != client.NodeDraining {
 		t.Fatalf("drain node-b through node-a: %+v %v", n, err)
@@ -82,6 +83,7 @@ func TestNodes(t *testing.T) {
 	if n, err := ca.GetNode(ctx, "node-a"); err != nil || n.State != client.NodeAlive {
 		t.Errorf("node-a after node-b's death: %+v %v", n, err)
 	}
+	waitNodeMetrics(t, ctx, a, 1, 1)
 	// Restarted, b registers again (and its clean stop at the end of the
 	// test takes what it left).
 	b.Restart()
@@ -104,4 +106,14 @@ func nodeList(t *testing.T, ctx context.Context, d *daemontest.Daemon) []client.
 		t.Fatalf("forkbox node list: %v in %s", err, out)
 	}
 	return nodes
+}
+
+// waitNodeMetrics waits until d's forkbox_cluster_nodes reports alive and
+// dead nodes (it counts from d's last heartbeat, 200 ms at most ago).
+func waitNodeMetrics(t *testing.T, ctx context.Context, d *daemontest.Daemon, alive, dead float64) {
+	t.Helper()
+	waitFor(t, 5*time.Second, func() bool {
+		_, text := scrape(t, ctx, d.URL, d.APIKey)
+		return metric(text, `forkbox_cluster_nodes{state="alive"}`) == alive && metric(text, `forkbox_cluster_nodes{state="dead"}`) == dead
+	})
 }
