@@ -93,9 +93,6 @@ func New(cfg Config) (*Registry, error) {
 	return &Registry{cfg: cfg, started: cfg.Now()}, nil
 }
 
-// NodeID is this node's id.
-func (r *Registry) NodeID() string { return r.cfg.NodeID }
-
 // Register writes this node's first heartbeat: a daemon that cannot
 // register at start does not serve (its records are unreachable).
 func (r *Registry) Register(ctx context.Context) error {
