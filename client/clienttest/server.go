@@ -60,6 +60,7 @@ type Server struct {
 	t   testing.TB
 	mgr *sandbox.Manager
 	rt  *fake.Runtime
+	st  *store.Store
 
 	mu       sync.Mutex
 	requests []Request // control-API requests, guarded by mu
@@ -70,7 +71,7 @@ func NewServer(t testing.TB) *Server {
 	t.Helper()
 	ctx := context.Background()
 	st := newStore(t)
-	s := &Server{t: t, rt: fake.New(), Denials: egress.NewDenials()}
+	s := &Server{t: t, rt: fake.New(), st: st, Denials: egress.NewDenials()}
 	s.rt.Handler = func(string) http.Handler { return newAgent() }
 	t.Cleanup(s.deleteAll)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -110,7 +111,8 @@ func NewServer(t testing.TB) *Server {
 	if _, err := content.Collect(ctx); err != nil { // as the daemon does once all hold
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Manager: s.mgr, Keys: st, Logger: log, Templates: builds, Egress: s.Denials, Secrets: vault})
+	srv, err := server.New(server.Config{Manager: s.mgr, Keys: st, Logger: log, Templates: builds, Egress: s.Denials, Secrets: vault,
+		Nodes: newNodes(t, st)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,6 +53,8 @@ func serve(cmd *cobra.Command, _ []string) error {
 	if err != nil || cacheSize == 0 {
 		return fmt.Errorf("--image-cache-size %q: want a size such as 20GiB", str("image-cache-size"))
 	}
+	heartbeat, _ := f.GetDuration("node-heartbeat")
+	lease, _ := f.GetDuration("node-lease")
 	return daemon.Run(cmd.Context(), daemon.Options{
 		Listen: str("listen"), DataDir: str("data-dir"), TemplateDir: str("template-dir"),
 		Domain: str("domain"), RunscPath: str("runsc"), AgentPath: str("agent"),
@@ -65,6 +67,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		Logger: log, Out: cmd.ErrOrStderr(),
 		SecretsKeyFile: str("secrets-key-file"), OIDCIssuer: str("oidc-issuer"), Database: str("database"), NodeID: str("node-id"),
 		ObjectStore: str("object-store"), ImageCacheSize: int64(cacheSize),
+		AdvertiseURL: str("advertise-url"), NodeHeartbeat: heartbeat, NodeLease: lease,
 	})
 }
 

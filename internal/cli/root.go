@@ -99,7 +99,7 @@ E2B_API_URL / E2B_API_KEY, else ` + defaultAPIURL + ` and the key file ` + defau
 	pf.StringVar(&a.apiURL, "api-url", "", "daemon API URL (env FORKBOX_API_URL, E2B_API_URL; default "+defaultAPIURL+")")
 	pf.StringVar(&a.apiKey, "api-key", "", "API key (env FORKBOX_API_KEY, E2B_API_KEY; default: read "+defaultKeyFile+")")
 	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON")
-	root.AddCommand(a.sandboxCmd(), a.execCmd(), a.filesCmd(), a.snapshotCmd(), a.lineageCmd(), serveCmd(), a.templateCmd(), a.secretCmd(), a.volumeCmd())
+	root.AddCommand(a.sandboxCmd(), a.execCmd(), a.filesCmd(), a.snapshotCmd(), a.lineageCmd(), serveCmd(), a.templateCmd(), a.secretCmd(), a.volumeCmd(), a.nodeCmd())
 	return root
 }
 

@@ -80,6 +80,12 @@ func databaseFlags(f *pflag.FlagSet) {
 	f.String("database", "", "postgres://user:pass@host:port/db URL of a PostgreSQL that keeps the records (sandboxes, snapshots, templates, secrets, volumes, API keys) "+
 		"and the cluster-wide keys and CAs, shared by every daemon given the same URL (default: SQLite in --data-dir)")
 	f.String("node-id", "", "this daemon's name in the records (sandboxes' clientID): daemons sharing a --database each need their own (default: the host name)")
+	f.String("advertise-url", "", "URL the other nodes of the cluster reach this daemon at, as the node registry (forkbox node list) reports it (default: http://<listen address>, with the host name for 0.0.0.0)")
+	// Tests shorten these; a lease must outlast several heartbeats.
+	f.Duration("node-heartbeat", 0, "how often this node renews its lease in the node registry (0: 2s)")
+	f.Duration("node-lease", 0, "how long a node counts as alive after its last heartbeat (0: 10s)")
+	_ = f.MarkHidden("node-heartbeat")
+	_ = f.MarkHidden("node-lease")
 }
 
 // objectStoreFlags are serve's flags of images in object storage.

@@ -13,8 +13,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
+	"github.com/forkbox/forkbox/internal/cluster"
 	"github.com/forkbox/forkbox/internal/egress"
 	"github.com/forkbox/forkbox/internal/eventlog"
 	"github.com/forkbox/forkbox/internal/netpolicy"
@@ -86,6 +88,14 @@ type Options struct {
 	// Database is the postgres:// URL of a PostgreSQL shared by a cluster
 	// of daemons (--database); empty: SQLite in DataDir.
 	Database string
+	// AdvertiseURL is where the other nodes reach this one
+	// (--advertise-url; empty: http://<the bound Listen address>).
+	AdvertiseURL string
+	// NodeHeartbeat and NodeLease tune the node registry: how often this
+	// node renews its lease, and how long a lease lasts (0: the cluster
+	// package's defaults, 2 s and 10 s).
+	NodeHeartbeat time.Duration
+	NodeLease     time.Duration
 	// OIDCIssuer is the issuer URL of workload identity tokens
 	// (--oidc-issuer); empty: http://<Listen>.
 	OIDCIssuer string
@@ -128,7 +138,6 @@ func Run(ctx context.Context, o Options) error {
 	if err := fillOptions(&o); err != nil {
 		return err
 	}
-	log := o.Logger
 	// The lock comes before anything touches the data dir, and the
 	// listeners before anything removes leftovers: a daemon that cannot
 	// serve must not have cleaned up another live daemon's sandboxes.
@@ -174,11 +183,16 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	met.watch(mgr, rt)
-	srv, err := server.New(server.Config{Manager: mgr, Keys: st, Logger: log, Domain: o.Domain, Templates: builds, Metrics: met.handler(), Egress: den, Secrets: vault, Identity: issuer})
+	nodes, err := startRegistry(ctx, o, st, lns, mgr, met)
 	if err != nil {
 		return err
 	}
-	return serve(ctx, o, lns, srv.Handler(), mgr, key)
+	srv, err := server.New(server.Config{Manager: mgr, Keys: st, Logger: o.Logger, Domain: o.Domain, Templates: builds, Metrics: met.handler(),
+		Egress: den, Secrets: vault, Identity: issuer, Nodes: nodes})
+	if err != nil {
+		return err
+	}
+	return serve(ctx, o, lns, srv.Handler(), mgr, nodes, key)
 }
 
 // newManager builds the sandbox Manager with its event log, recovers what a
@@ -243,6 +257,11 @@ func fillOptions(o *Options) error {
 	if o.NodeID == "" {
 		o.NodeID = hostname()
 	}
+	if o.AdvertiseURL != "" {
+		if err := checkAdvertiseURL(o.AdvertiseURL); err != nil {
+			return err
+		}
+	}
 	if o.Database != "" {
 		if _, err := store.ParseURL(o.Database); err != nil {
 			return fmt.Errorf("--database: %w", err)
@@ -265,12 +284,16 @@ func fillOptions(o *Options) error {
 	return err
 }
 
-// serve runs the HTTP server and the evictor on lns until ctx ends.
-func serve(ctx context.Context, o Options, lns *listeners, h http.Handler, mgr *sandbox.Manager, key string) error {
+// serve runs the HTTP server, the evictor and the node registry's
+// heartbeats on lns until ctx ends.
+func serve(ctx context.Context, o Options, lns *listeners, h http.Handler, mgr *sandbox.Manager, nodes *cluster.Registry, key string) error {
 	hs := server.NewHTTPServer(h, o.Logger)
-	evCtx, stopEvictor := context.WithCancel(ctx)
-	evDone := make(chan struct{})
-	go func() { defer close(evDone); mgr.Run(evCtx) }()
+	// The evictor and the node's heartbeats run until the daemon stops;
+	// the registry's last write ends this node's lease.
+	bgCtx, stopBackground := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	bg.Go(func() { mgr.Run(bgCtx) })
+	bg.Go(func() { nodes.Run(bgCtx) })
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(lns.plain) }()
 	lns.tls.start(o, h, errc)
@@ -287,8 +310,8 @@ func serve(ctx context.Context, o Options, lns *listeners, h http.Handler, mgr *
 	case err = <-errc:
 		o.Logger.Error("forkbox shutting down: a listener failed", "err", err)
 	}
-	stopEvictor()
-	<-evDone
+	stopBackground()
+	bg.Wait()
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if serr := hs.Shutdown(shutCtx); serr != nil && err == nil {

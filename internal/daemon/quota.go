@@ -1,10 +1,9 @@
 package daemon
 
 import (
-	"bufio"
 	"fmt"
-	"os"
-	"strings"
+
+	"github.com/forkbox/forkbox/internal/hostmm"
 )
 
 // Default concurrent-sandbox limit (--max-sandboxes 0):
@@ -29,29 +28,6 @@ func defaultMaxSandboxes(memTotalMiB int64) int {
 	return int(min(maxSandboxesCap, max(1, n)))
 }
 
-// memTotalMiB reads MemTotal from /proc/meminfo.
-func memTotalMiB() (int64, error) {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
-			var kib int64
-			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kib); err != nil {
-				return 0, fmt.Errorf("meminfo MemTotal %q: %w", rest, err)
-			}
-			return kib / 1024, nil
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, fmt.Errorf("meminfo has no MemTotal")
-}
-
 // maxSandboxes resolves --max-sandboxes: n > 0 as given, 0 from host memory.
 func maxSandboxes(n int) (int, error) {
 	if n < 0 {
@@ -60,7 +36,7 @@ func maxSandboxes(n int) (int, error) {
 	if n > 0 {
 		return n, nil
 	}
-	mem, err := memTotalMiB()
+	mem, err := hostmm.MemInfoMiB("MemTotal")
 	if err != nil {
 		return 0, fmt.Errorf("--max-sandboxes default: %w", err)
 	}

@@ -76,3 +76,18 @@ func TestReadRejectsUnselected(t *testing.T) {
 		t.Fatal("Read accepted a setting with no selected value")
 	}
 }
+
+// TestMemInfoMiB: this host's meminfo has both fields the daemon reads,
+// available never above total; an unknown field is an error.
+func TestMemInfoMiB(t *testing.T) {
+	total, err := MemInfoMiB("MemTotal")
+	if err != nil || total <= 0 {
+		t.Fatalf("MemTotal: %d %v", total, err)
+	}
+	if avail, err := MemInfoMiB("MemAvailable"); err != nil || avail <= 0 || avail > total {
+		t.Errorf("MemAvailable: %d %v (total %d)", avail, err, total)
+	}
+	if _, err := MemInfoMiB("NoSuchField"); err == nil {
+		t.Error("an unknown field read without an error")
+	}
+}

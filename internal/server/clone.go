@@ -20,6 +20,9 @@ type forkResultJSON struct {
 // a non-201 (400 bad count, 404 unknown, 409 busy) means no fork was
 // attempted.
 func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
+	if !s.acceptsNew(w, r) {
+		return
+	}
 	var body forkBody
 	if err := decodeBody(w, r, &body, true); err != nil {
 		writeError(w, err)
@@ -67,6 +70,9 @@ type cloneJSON struct {
 // first failure's status. Not strict: the clones that started are returned;
 // if none did, the call fails likewise.
 func (s *Server) clone(w http.ResponseWriter, r *http.Request) {
+	if !s.acceptsNew(w, r) {
+		return
+	}
 	var body cloneBody
 	if err := decodeBody(w, r, &body, true); err != nil {
 		writeError(w, err)

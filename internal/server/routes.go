@@ -55,6 +55,7 @@ func (s *Server) routes() *http.ServeMux {
 	s.secretRoutes(mux)   // secrets.go
 	s.volumeRoutes(mux)   // volumes.go, volumecontent.go
 	s.diffRoutes(mux)     // diff.go: diff and apply
+	s.nodeRoutes(mux)     // nodes.go: the node registry
 	return mux
 }
 

@@ -19,6 +19,9 @@ func (s *Server) createV2(w http.ResponseWriter, r *http.Request) { s.create(w, 
 
 // create starts a sandbox and answers 201 with the Sandbox shape.
 func (s *Server) create(w http.ResponseWriter, r *http.Request, alwaysSecure bool) {
+	if !s.acceptsNew(w, r) {
+		return
+	}
 	var body createBody
 	if err := decodeBody(w, r, &body, false); err != nil {
 		writeError(w, err)

@@ -69,6 +69,9 @@ type Config struct {
 	// Identity, if set, serves the OIDC issuer's discovery document and
 	// keys under /.well-known/ without an API key (workload identity).
 	Identity http.Handler
+	// Nodes, if set, serves /nodes (nodes.go) and refuses new sandboxes
+	// while this node is drained; nil answers /nodes 501.
+	Nodes Nodes
 }
 
 // Server serves the control API and the data plane on one handler.

@@ -109,6 +109,19 @@ var migrations = []string{
 		name TEXT PRIMARY KEY,
 		value BLOB NOT NULL
 	);`,
+	// The node registry (nodes.go): one row per daemon of the database.
+	// draining is its own column, which heartbeats never write, so an
+	// operator's drain survives the node's heartbeats and restarts; the
+	// times are Unix milliseconds; data holds what the node reports.
+	`CREATE TABLE nodes (
+		id TEXT PRIMARY KEY,
+		url TEXT NOT NULL,
+		draining INTEGER NOT NULL DEFAULT 0,
+		started_at INTEGER NOT NULL,
+		heartbeat_at INTEGER NOT NULL,
+		lease_until INTEGER NOT NULL,
+		data TEXT NOT NULL
+	);`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {

@@ -1,0 +1,95 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/forkbox/forkbox/internal/cluster"
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/sandbox"
+	"github.com/forkbox/forkbox/internal/store"
+)
+
+// startRegistry registers this daemon in the node registry of its
+// records (on SQLite, a cluster of one) and counts its nodes in the
+// metrics. A node that cannot register does not serve: at start the
+// records are reachable or the daemon stops with the reason.
+func startRegistry(ctx context.Context, o Options, st *store.Store, lns *listeners, mgr *sandbox.Manager, met *metrics) (*cluster.Registry, error) {
+	u, err := advertiseURL(o.AdvertiseURL, lns.plain.Addr())
+	if err != nil {
+		return nil, err
+	}
+	reg, err := cluster.New(cluster.Config{Store: st, NodeID: o.NodeID, URL: u, Logger: o.Logger,
+		Heartbeat: o.NodeHeartbeat, Lease: o.NodeLease, Probe: func() store.Report { return nodeReport(mgr) }})
+	if err != nil {
+		return nil, err
+	}
+	if err := reg.Register(ctx); err != nil {
+		return nil, fmt.Errorf("register node %s: %w", o.NodeID, err)
+	}
+	met.reg.MustRegister(nodesCollector{reg})
+	o.Logger.Info("node registered", "node", o.NodeID, "url", u)
+	return reg, nil
+}
+
+// advertiseURL is --advertise-url, checked, or http://<the bound listen
+// address>, with the host name in place of an unspecified address
+// (0.0.0.0 or [::] reach nothing from another host).
+func advertiseURL(flag string, bound net.Addr) (string, error) {
+	if flag != "" {
+		return flag, checkAdvertiseURL(flag)
+	}
+	host, port, err := net.SplitHostPort(bound.String())
+	if err != nil {
+		return "", err
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = hostname()
+	}
+	return "http://" + net.JoinHostPort(host, port), nil
+}
+
+// nodeReport is what this node reports in each heartbeat: the host's
+// free memory, CPUs and load, and the Manager's sandboxes and limit.
+func nodeReport(mgr *sandbox.Manager) store.Report {
+	r := cluster.HostReport()
+	r.Capacity = mgr.MaxSandboxes()
+	for state, n := range mgr.Counts().ByState {
+		if state != sandbox.StatePaused {
+			r.Running += n
+		}
+	}
+	return r
+}
+
+// nodesCollector reports the registry's nodes by state, from the listing
+// of its last heartbeat (no query per scrape).
+type nodesCollector struct{ reg *cluster.Registry }
+
+var descNodes = prometheus.NewDesc("forkbox_cluster_nodes",
+	"Nodes of the cluster (the daemons sharing these records) by state: alive, draining or dead.", []string{"state"}, nil)
+
+// Describe implements prometheus.Collector.
+func (c nodesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descNodes }
+
+// Collect implements prometheus.Collector.
+func (c nodesCollector) Collect(ch chan<- prometheus.Metric) {
+	counts := c.reg.Counts()
+	for _, s := range cluster.States {
+		ch <- prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, float64(counts[s]), string(s))
+	}
+}
+
+// checkAdvertiseURL refuses an --advertise-url other nodes could not
+// reach: one without an http(s) scheme or a host.
+func checkAdvertiseURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--advertise-url %q: want http://host:port or https://host:port: %w", raw, errdefs.ErrInvalidArgument)
+	}
+	return nil
+}
