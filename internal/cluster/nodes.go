@@ -78,6 +78,18 @@ func (r *Registry) Get(ctx context.Context, id string) (Node, error) {
 	return r.view(n, r.cfg.Now()), nil
 }
 
+// NodeURL returns where the node with id answers and whether its lease
+// runs (a draining node still answers for its own sandboxes); an unknown
+// node is ErrNotFound. It makes the registry the Manager's directory of
+// nodes to forward requests to.
+func (r *Registry) NodeURL(ctx context.Context, id string) (string, bool, error) {
+	n, err := r.cfg.Store.GetNode(ctx, id)
+	if err != nil {
+		return "", false, err
+	}
+	return n.URL, stateAt(n, r.cfg.Now()) != StateDead, nil
+}
+
 // SetDraining drains (draining true) or undrains the node with id. Any
 // node may drain any other: the flag is in the shared records, and the
 // drained node reads it at its next create (CheckAccepting).

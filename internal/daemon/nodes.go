@@ -32,6 +32,9 @@ func startRegistry(ctx context.Context, o Options, st *store.Store, lns *listene
 		return nil, fmt.Errorf("register node %s: %w", o.NodeID, err)
 	}
 	met.reg.MustRegister(nodesCollector{reg})
+	if st.Postgres() { // other nodes' sandboxes are in the records: forward to them
+		mgr.SetNodeDirectory(reg)
+	}
 	o.Logger.Info("node registered", "node", o.NodeID, "url", u)
 	return reg, nil
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -172,6 +173,9 @@ type Manager struct {
 
 	// bg tracks pauses running after their request returned (background.go).
 	bg background
+
+	// nodes is the cluster's directory of nodes (owner.go); nil: one node.
+	nodes atomic.Pointer[NodeDirectory]
 }
 
 // records is what the Manager needs of the store (a *store.Store); tests

@@ -72,6 +72,9 @@ type Config struct {
 	// Nodes, if set, serves /nodes (nodes.go) and refuses new sandboxes
 	// while this node is drained; nil answers /nodes 501.
 	Nodes Nodes
+	// NodeID names this node in the header of the requests it forwards
+	// to the node that runs their sandbox (forward.go).
+	NodeID string
 }
 
 // Server serves the control API and the data plane on one handler.
@@ -117,7 +120,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 			return
 		}
-		s.proxy.serve(w, r, t)
+		if !s.forward(w, r, t.id) {
+			s.proxy.serve(w, r, t)
+		}
 		return
 	}
 	switch {
@@ -128,6 +133,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(r.URL.Path, "/.well-known/") && s.cfg.Identity != nil:
 		s.cfg.Identity.ServeHTTP(w, r) // public: relying parties carry no key
 	default:
+		if id, ok := sandboxOfPath(r.URL.Path); ok && s.forward(w, r, id) {
+			return
+		}
 		s.api.ServeHTTP(w, r)
 	}
 }

@@ -1,0 +1,60 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+)
+
+// NodeDirectory tells where the other nodes of a cluster answer (the
+// node registry of a shared database).
+type NodeDirectory interface {
+	// NodeURL returns node's advertised base URL and whether its lease
+	// is current; an unknown node is ErrNotFound.
+	NodeURL(ctx context.Context, node string) (url string, alive bool, err error)
+}
+
+// SetNodeDirectory makes requests for the sandboxes of the cluster's other
+// nodes go to those nodes (OwnerURL). The node registry is made after the
+// Manager (it reports the Manager's counts), hence a setter; without it
+// the Manager is a node of its own.
+func (m *Manager) SetNodeDirectory(d NodeDirectory) { m.nodes.Store(&d) }
+
+// OwnerURL returns where a request for sandbox id must go when another
+// node of the cluster runs it: that node's base URL, or "" when this node
+// answers (it runs the sandbox, or nobody does: the local handler then
+// gives its usual answer). A sandbox of a node whose lease ran out is
+// ErrUnavailable: its memory was on that node.
+func (m *Manager) OwnerURL(ctx context.Context, id string) (string, error) {
+	nodes := m.nodes.Load()
+	if nodes == nil {
+		return "", nil
+	}
+	m.mu.Lock()
+	_, local := m.boxes[id]
+	m.mu.Unlock()
+	if local {
+		return "", nil
+	}
+	rec, err := m.st.GetSandbox(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if m.owns(rec.ClientID) || !State(rec.State).Live() {
+		return "", nil
+	}
+	url, alive, err := (*nodes).NodeURL(ctx, rec.ClientID)
+	switch {
+	case errdefs.IsNotFound(err):
+		return "", fmt.Errorf("sandbox %s belongs to node %s, which is not registered: %w", id, rec.ClientID, errdefs.ErrUnavailable)
+	case err != nil:
+		return "", err
+	case !alive:
+		return "", fmt.Errorf("sandbox %s belongs to node %s, whose lease ran out (the node is dead): %w", id, rec.ClientID, errdefs.ErrUnavailable)
+	}
+	return url, nil
+}
