@@ -51,6 +51,11 @@ type Config struct {
 	// each other's clocks, so the hosts' clocks must agree (NTP).
 	Now    func() time.Time
 	Logger *slog.Logger
+	// OnDead, if set, is told once of each node whose lease ran out
+	// (not of one that stopped cleanly: its sandboxes still run and it
+	// comes back for them), with when it ran out; an error has it told
+	// again at the next heartbeat (reap.go).
+	OnDead func(ctx context.Context, node string, since time.Time) error
 }
 
 // Registry registers this node, renews its lease and answers who the
@@ -68,6 +73,11 @@ type Registry struct {
 	// failing is whether the last heartbeat failed, so an outage is
 	// logged once as it starts and once as it ends.
 	failing bool
+	// healthySince is when this node's heartbeats last started to
+	// succeed without a failure since (reap.go).
+	healthySince time.Time
+	// reaped holds, per dead node told to OnDead, the lease it had then.
+	reaped map[string]time.Time
 }
 
 // New returns a Registry for cfg; nothing is written until Register.
@@ -90,7 +100,8 @@ func New(cfg Config) (*Registry, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Registry{cfg: cfg, started: cfg.Now()}, nil
+	now := cfg.Now()
+	return &Registry{cfg: cfg, started: now, healthySince: now, reaped: map[string]time.Time{}}, nil
 }
 
 // Register writes this node's first heartbeat: a daemon that cannot
@@ -132,13 +143,16 @@ func (r *Registry) beat(ctx context.Context) error {
 		return err
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.draining = got.Draining
 	r.nodes = r.views(list, now)
 	if r.failing {
 		r.failing = false
+		r.healthySince = now
 		r.cfg.Logger.Info("node heartbeats recovered", "node", r.cfg.NodeID)
 	}
+	deaths := r.deathsLocked(now)
+	r.mu.Unlock()
+	r.reap(ctx, deaths)
 	return nil
 }
 
@@ -149,6 +163,7 @@ func (r *Registry) noteFailure(err error) {
 	r.mu.Lock()
 	first := !r.failing
 	r.failing = true
+	r.healthySince = time.Time{}
 	r.mu.Unlock()
 	level := slog.LevelDebug
 	if first {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -23,8 +24,15 @@ func startRegistry(ctx context.Context, o Options, st *store.Store, lns *listene
 	if err != nil {
 		return nil, err
 	}
-	reg, err := cluster.New(cluster.Config{Store: st, NodeID: o.NodeID, URL: u, Logger: o.Logger,
-		Heartbeat: o.NodeHeartbeat, Lease: o.NodeLease, Probe: func() store.Report { return nodeReport(mgr) }})
+	cfg := cluster.Config{Store: st, NodeID: o.NodeID, URL: u, Logger: o.Logger,
+		Heartbeat: o.NodeHeartbeat, Lease: o.NodeLease, Probe: func() store.Report { return nodeReport(mgr) }}
+	if st.Postgres() { // other nodes' sandboxes are in the records: lost with their node
+		cfg.OnDead = func(ctx context.Context, node string, since time.Time) error {
+			_, err := mgr.LoseNode(ctx, node, since)
+			return err
+		}
+	}
+	reg, err := cluster.New(cfg)
 	if err != nil {
 		return nil, err
 	}

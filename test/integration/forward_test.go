@@ -15,8 +15,9 @@ import (
 // TestForwarding: a client that knows only node a reaches a sandbox that
 // node b runs — the control API (get, pause, connect, kill) and envd
 // (commands, files) are forwarded to b; its memory survives a pause and
-// resume asked of a. Once b's lease ran out, a answers 503 naming b for
-// b's sandbox instead of a silent 404.
+// resume asked of a. Once b's lease ran out, b's running sandbox is 503
+// naming b, then recorded lost (killed, "node lost") — never listed as
+// running — and b, restarted, removes what it left.
 func TestForwarding(t *testing.T) {
 	ctx := daemontest.Context(t)
 	url := pgtest.Start(t).NewDatabase(t)
@@ -59,10 +60,31 @@ func TestForwarding(t *testing.T) {
 	lost := create(t, ctx, cb, client.CreateOptions{})
 	b.Kill9()
 	waitFor(t, 10*time.Second, func() bool { n, err := ca.GetNode(ctx, "node-b"); return err == nil && n.State == client.NodeDead })
-	_, err := ca.GetSandbox(ctx, lost.SandboxID)
-	var e *client.Error
-	if !asError(err, &e) || e.Status != http.StatusServiceUnavailable || !strings.Contains(e.Message, "node-b") {
-		t.Errorf("a dead node's sandbox through node a: %v, want 503 naming node-b", err)
+	// Dead: 503 naming the node until node a records the sandbox lost
+	// (within a heartbeat), then killed with its reason; never running.
+	var info *client.SandboxInfo
+	waitFor(t, 10*time.Second, func() bool {
+		var err error
+		info, err = ca.GetSandbox(ctx, lost.SandboxID)
+		var e *client.Error
+		if asError(err, &e) && (e.Status != http.StatusServiceUnavailable || !strings.Contains(e.Message, "node-b")) {
+			t.Fatalf("a dead node's sandbox through node a: %v, want 503 naming node-b or killed", err)
+		}
+		return err == nil
+	})
+	if info.State != "killed" || info.KillReason != "node lost" {
+		t.Errorf("a dead node's sandbox: %s (%q), want killed: node lost", info.State, info.KillReason)
 	}
-	b.Restart() // its clean stop at the end of the test takes what it left
+	if list, _, err := ca.ListSandboxes(ctx, client.ListOptions{}); err != nil || len(list) != 0 {
+		t.Errorf("listed after node b died: %+v %v, want none", list, err)
+	}
+	// Back, node b finds the sandbox recorded lost and removes what was
+	// left of it instead of serving it again.
+	b.Restart()
+	if info, err := cb.GetSandbox(ctx, lost.SandboxID); err != nil || info.State != "killed" {
+		t.Errorf("node b after its restart reports the lost sandbox as %+v, %v", info, err)
+	}
+	if !strings.Contains(b.Log(), "removing orphan runtime sandbox") {
+		t.Errorf("node b did not remove the lost sandbox's container at its restart")
+	}
 }

@@ -115,17 +115,18 @@ func TestPostgresTwoDaemons(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].SandboxID != sb.SandboxID || list[0].ClientID != "node-a" {
 		t.Errorf("b lists %+v (%v), want a's sandbox on node-a", list, err)
 	}
-	// Until requests are forwarded, b leaves a's sandbox alone: it is a's
-	// to run (b answers 404), and it keeps running.
-	if err := cb.KillSandbox(ctx, sb.SandboxID); !client.IsNotFound(err) {
-		t.Errorf("b kills a's sandbox: %v, want 404", err)
+	// b forwards what is about a's sandbox to a, which runs it: a
+	// command sent to b runs there, and a kill sent to b ends it on a.
+	if got := sh(t, ctx, cb.Conn(sb.SandboxID, sb.EnvdAccessToken), "echo via-b"); got != "via-b" {
+		t.Errorf("a's sandbox through b answers %q", got)
 	}
-	if got := sh(t, ctx, sb.Conn(), "echo still"); got != "still" {
-		t.Errorf("a's sandbox after b's kill answers %q", got)
+	if err := cb.KillSandbox(ctx, sb.SandboxID); err != nil {
+		t.Errorf("b kills a's sandbox: %v", err)
 	}
-	// Clean up through a, which runs them (b's stop would kill every
-	// sandbox it lists, a's included).
-	for _, err := range []error{ca.KillSandbox(ctx, sb.SandboxID), ca.DeleteSnapshot(ctx, snap.SnapshotID), ca.DeleteVolume(ctx, vol.ID)} {
+	if _, err := ca.GetSandbox(ctx, sb.SandboxID); !client.IsNotFound(err) {
+		t.Errorf("a after b forwarded the kill of its sandbox: %v, want 404", err)
+	}
+	for _, err := range []error{ca.DeleteSnapshot(ctx, snap.SnapshotID), ca.DeleteVolume(ctx, vol.ID)} {
 		if err != nil {
 			t.Error(err)
 		}
