@@ -142,3 +142,17 @@ func (r *Registry) Counts() map[State]int {
 	}
 	return c
 }
+
+// Last returns the nodes as the last successful heartbeat listed them,
+// with states as of now (for metrics: never a query).
+func (r *Registry) Last() []Node {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.cfg.Now()
+	out := make([]Node, 0, len(r.nodes))
+	for _, n := range r.nodes {
+		n.State = stateAt(&n.Node, now)
+		out = append(out, n)
+	}
+	return out
+}

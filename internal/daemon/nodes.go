@@ -84,14 +84,29 @@ type nodesCollector struct{ reg *cluster.Registry }
 var descNodes = prometheus.NewDesc("forkbox_cluster_nodes",
 	"Nodes of the cluster (the daemons sharing these records) by state: alive, draining or dead.", []string{"state"}, nil)
 
+var (
+	descNodeSandboxes = prometheus.NewDesc("forkbox_cluster_node_sandboxes",
+		"Sandboxes each node of the cluster runs, as its last heartbeat reported.", []string{"node", "state"}, nil)
+	descNodeFreeMemory = prometheus.NewDesc("forkbox_cluster_node_free_memory_bytes",
+		"Free memory (MemAvailable) of each node's host, as its last heartbeat reported.", []string{"node", "state"}, nil)
+)
+
 // Describe implements prometheus.Collector.
-func (c nodesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descNodes }
+func (c nodesCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descNodes
+	ch <- descNodeSandboxes
+	ch <- descNodeFreeMemory
+}
 
 // Collect implements prometheus.Collector.
 func (c nodesCollector) Collect(ch chan<- prometheus.Metric) {
 	counts := c.reg.Counts()
 	for _, s := range cluster.States {
 		ch <- prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, float64(counts[s]), string(s))
+	}
+	for _, n := range c.reg.Last() {
+		ch <- prometheus.MustNewConstMetric(descNodeSandboxes, prometheus.GaugeValue, float64(n.Running), n.ID, string(n.State))
+		ch <- prometheus.MustNewConstMetric(descNodeFreeMemory, prometheus.GaugeValue, float64(n.FreeMemoryMiB<<20), n.ID, string(n.State))
 	}
 }
 

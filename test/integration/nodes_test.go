@@ -49,6 +49,10 @@ func TestNodes(t *testing.T) {
 		}
 	}
 	waitNodeMetrics(t, ctx, a, 2, 0)
+	if _, text := scrape(t, ctx, a.URL, a.APIKey); metric(text, `forkbox_cluster_node_sandboxes{node="node-b",state="alive"}`) != 0 ||
+		!strings.Contains(text, `forkbox_cluster_node_free_memory_bytes{node="node-a",state="alive"}`) {
+		t.Errorf("per-node gauges missing from node a's /metrics")
+	}
 	ca, cb := client.New(a.URL, a.APIKey), client.New(b.URL, a.APIKey)
 	if n, err := ca.DrainNode(ctx, "node-b"); err != nil || n.State != client.NodeDraining {
 		t.Fatalf("drain node-b through node-a: %+v %v", n, err)
