@@ -188,7 +188,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	srv, err := server.New(server.Config{Manager: mgr, Keys: st, Logger: o.Logger, Domain: o.Domain, Templates: builds, Metrics: met.handler(),
-		Egress: den, Secrets: vault, Identity: issuer, Nodes: nodes})
+		Egress: den, Secrets: vault, Identity: issuer, Nodes: nodes, NodeID: o.NodeID})
 	if err != nil {
 		return err
 	}

@@ -105,7 +105,7 @@ func (c *Config) setDefaults() error {
 type Lease struct {
 	// ID is the sandbox id.
 	ID string
-	// Slot is the pool slot (the third octet of the addresses).
+	// Slot is the pool slot (its /30 is at offset 4·Slot of the /16).
 	Slot int
 	// NSName is the namespace name; NSPath its bind mount.
 	NSName, NSPath string
@@ -288,6 +288,13 @@ func (m *Manager) Close(ctx context.Context) error {
 		return err
 	}
 	return m.deleteTable()
+}
+
+// slotOfAddr is the slot whose /30 holds a (an address of the Manager's
+// /16): the inverse of lease's addressing.
+func slotOfAddr(a netip.Addr) int {
+	b := a.As4()
+	return (int(b[2])<<8 | int(b[3])) / 4
 }
 
 // lease computes the addresses of slot.

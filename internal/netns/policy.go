@@ -82,7 +82,7 @@ func (m *Manager) LeaseByAddr(a netip.Addr) (Lease, bool) {
 	if !m.cfg.Subnet.Contains(a) {
 		return Lease{}, false
 	}
-	slot := int(a.As4()[2])
+	slot := slotOfAddr(a)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	id, ok := m.pool.used[slot]

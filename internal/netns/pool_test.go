@@ -2,6 +2,7 @@ package netns
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -100,6 +101,10 @@ func TestSlotOfAndAlias(t *testing.T) {
 		if l.HostAddr.String() != tt.host || l.Addr.String() != tt.addr || l.Bits != 30 {
 			t.Errorf("lease(%d) = %s, %s/%d; want %s, %s/30", tt.slot, l.HostAddr, l.Addr, l.Bits, tt.host, tt.addr)
 		}
+		// The egress proxy finds a connection's sandbox by its source.
+		if got := slotOfAddr(l.Addr); got != tt.slot {
+			t.Errorf("slotOfAddr(%s) = %d, want %d", l.Addr, got, tt.slot)
+		}
 	}
 	l := m.lease("abc", 7, true)
 	if l.HostLink != "fbh7" {
@@ -125,5 +130,29 @@ func TestReadResolvers(t *testing.T) {
 	}
 	if got := readResolvers(path + ".missing"); got != nil {
 		t.Fatalf("missing file: %v", got)
+	}
+}
+
+// TestLeaseByAddr: the egress proxy finds the lease of a connection by its
+// source address, for slots across the whole /16.
+func TestLeaseByAddr(t *testing.T) {
+	m := &Manager{cfg: Config{}, leases: map[string]Lease{}}
+	if err := m.cfg.setDefaults(); err != nil {
+		t.Fatal(err)
+	}
+	m.pool = newPool(MaxSlots)
+	for _, slot := range []int{1, 63, 64, 300, MaxSlots} {
+		id := fmt.Sprintf("sb%d", slot)
+		l := m.lease(id, slot, true)
+		m.pool.used[slot], m.leases[id] = id, l
+	}
+	for _, slot := range []int{1, 63, 64, 300, MaxSlots} {
+		want := m.leases[fmt.Sprintf("sb%d", slot)]
+		if got, ok := m.LeaseByAddr(want.Addr); !ok || got.ID != want.ID {
+			t.Errorf("LeaseByAddr(%s) = %q, %v; want %q", want.Addr, got.ID, ok, want.ID)
+		}
+		if _, ok := m.LeaseByAddr(want.HostAddr); ok {
+			t.Errorf("LeaseByAddr(%s), a host side, found a lease", want.HostAddr)
+		}
 	}
 }
