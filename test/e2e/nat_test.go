@@ -22,15 +22,15 @@ import (
 )
 
 // The outside world of the NAT test: a network namespace this test creates,
-// joined to the host by a veth pair, in the benchmarking range 198.18.0.0/15
-// (not a private range, so sandboxes may reach it). Tests send traffic only
+// joined to the host by a veth pair, on a /30 of TEST-NET-2
+// (198.51.100.0/24: not a private range, so sandboxes may reach it). Tests send traffic only
 // to loopback and to namespaces they create.
 const (
 	natNS       = "fbe2e-out"
 	natHostLink = "fbe2e-h"
 	natNSLink   = "fbe2e-n"
-	natHostIP   = "198.18.7.1"
-	natNSIP     = "198.18.7.2"
+	natHostIP   = "198.51.100.241"
+	natNSIP     = "198.51.100.242"
 	natPort     = 8089
 )
 
@@ -61,6 +61,11 @@ func setupOutsideNS(t *testing.T) {
 	ipCmd(t, "-n", natNS, "addr", "add", natNSIP+"/30", "dev", natNSLink)
 	ipCmd(t, "-n", natNS, "link", "set", natNSLink, "up")
 	ipCmd(t, "-n", natNS, "link", "set", "lo", "up")
+	// No traffic before the host is known to reach the address through
+	// this test's own veth.
+	if out, err := exec.Command("ip", "route", "get", natNSIP).CombinedOutput(); err != nil || !strings.Contains(string(out), "dev "+natHostLink+" ") {
+		t.Fatalf("ip route get %s: %v %s, want dev %s", natNSIP, err, out, natHostLink)
+	}
 }
 
 // listenInNS opens a TCP listener inside the named network namespace. The

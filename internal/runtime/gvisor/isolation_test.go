@@ -17,18 +17,20 @@ import (
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
 
+	"github.com/forkbox/forkbox/internal/netns/testnet"
 	"github.com/forkbox/forkbox/internal/runtime"
 	"github.com/forkbox/forkbox/internal/runtime/runtimetest"
 )
 
 // The "outside world" of the isolation test: a namespace the test creates,
-// numbered in the benchmark range 198.18.0.0/15 (public as far as the drop
-// rules go, but never routed beyond this host).
+// numbered in a /30 of TEST-NET-2 (198.51.100.0/24: public as far as the
+// drop rules go, reserved for documentation, and never routed beyond this
+// host), under testnet's host-wide lock like every user of that range.
 const (
 	outsideNS   = "fbtest-out"
 	outsideLink = "fbo-test" // no prefix any Manager matches
-	outsideHost = "198.18.0.1"
-	outsideAddr = "198.18.0.2"
+	outsideHost = "198.51.100.245"
+	outsideAddr = "198.51.100.246"
 )
 
 // testSpec is a sandbox running the test server.
@@ -162,6 +164,7 @@ func TestIsolation(t *testing.T) {
 // outsideAddr:8080; everything is removed at test end.
 func makeOutside(t *testing.T) (net.Listener, func() string) {
 	t.Helper()
+	testnet.Lock(t)
 	removeOutside()
 	t.Cleanup(removeOutside)
 	ns, err := newNamedNS(outsideNS)
@@ -175,7 +178,7 @@ func makeOutside(t *testing.T) (net.Listener, func() string) {
 		t.Fatal(err)
 	}
 	host, _ := netlink.LinkByName(outsideLink)
-	mustNL(t, netlink.AddrAdd(host, mustAddr(outsideHost+"/24")))
+	mustNL(t, netlink.AddrAdd(host, mustAddr(outsideHost+"/30")))
 	mustNL(t, netlink.LinkSetUp(host))
 	h, err := netlink.NewHandleAt(ns)
 	if err != nil {
@@ -184,9 +187,14 @@ func makeOutside(t *testing.T) (net.Listener, func() string) {
 	defer h.Close()
 	eth, _ := h.LinkByName("eth0")
 	lo, _ := h.LinkByName("lo")
-	mustNL(t, h.AddrAdd(eth, mustAddr(outsideAddr+"/24")))
+	mustNL(t, h.AddrAdd(eth, mustAddr(outsideAddr+"/30")))
 	mustNL(t, h.LinkSetUp(eth))
 	mustNL(t, h.LinkSetUp(lo))
+	// No traffic before the host is known to reach the address through
+	// this test's own veth.
+	if routes, err := netlink.RouteGet(net.ParseIP(outsideAddr)); err != nil || len(routes) == 0 || routes[0].LinkIndex != host.Attrs().Index {
+		t.Fatalf("route to %s: %+v %v, want link %s", outsideAddr, routes, err, outsideLink)
+	}
 	var ln net.Listener
 	inNS(t, ns, func() { ln, err = net.Listen("tcp4", outsideAddr+":8080") })
 	if err != nil {
