@@ -44,6 +44,8 @@ func TestHandlerServesFiles(t *testing.T) {
 		{"/", "text/html; charset=utf-8", `<script src="secrets.js"`},
 		{"/volumes.js", "text/javascript; charset=utf-8", "/volumes"},
 		{"/", "text/html; charset=utf-8", `<script src="volumes.js"`},
+		{"/nodes.js", "text/javascript; charset=utf-8", "/undrain"},
+		{"/", "text/html; charset=utf-8", `<script src="nodes.js"`},
 	} {
 		resp := get(t, h, tc.path)
 		if resp.StatusCode != http.StatusOK {
@@ -119,7 +121,7 @@ func TestScriptParses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("node is required to check app.js: %v", err)
 	}
-	for _, f := range []string{"static/app.js", "static/templates.js", "static/volumes.js", "static/secrets.js", "static/diff.js"} {
+	for _, f := range []string{"static/app.js", "static/templates.js", "static/volumes.js", "static/secrets.js", "static/nodes.js", "static/diff.js"} {
 		if out, err := exec.Command(node, "--check", f).CombinedOutput(); err != nil {
 			t.Fatalf("node --check %s: %v\n%s", f, err, out)
 		}

@@ -3,13 +3,11 @@ package integration
 import (
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/forkbox/forkbox/client"
 	"github.com/forkbox/forkbox/internal/daemon/daemontest"
-	"github.com/forkbox/forkbox/internal/store/pgtest"
 )
 
 // TestForwarding: a client that knows only node a reaches a sandbox that
@@ -20,16 +18,7 @@ import (
 // running — and b, restarted, removes what it left.
 func TestForwarding(t *testing.T) {
 	ctx := daemontest.Context(t)
-	url := pgtest.Start(t).NewDatabase(t)
-	var a, b *daemontest.Daemon
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); a = startOnDatabase(t, url, "node-a", 0, nodeArgs...) }()
-	go func() { defer wg.Done(); b = startOnDatabase(t, url, "node-b", secondIndex(), nodeArgs...) }()
-	wg.Wait()
-	if a == nil || b == nil {
-		t.Fatal("a daemon did not start")
-	}
+	a, b := startPair(t, nodeArgs, nodeArgs)
 	ca, cb := client.New(a.URL, a.APIKey), client.New(b.URL, a.APIKey)
 	onB := create(t, ctx, cb, client.CreateOptions{})
 	id := onB.SandboxID

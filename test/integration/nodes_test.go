@@ -7,13 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/forkbox/forkbox/client"
 	"github.com/forkbox/forkbox/internal/daemon/daemontest"
-	"github.com/forkbox/forkbox/internal/store/pgtest"
 )
 
 // nodeArgs shorten the registry's heartbeat and lease so a killed node is
@@ -27,16 +25,7 @@ var nodeArgs = []string{"--node-heartbeat", "200ms", "--node-lease", "2s", "--po
 // lease ran out, and alive again once restarted.
 func TestNodes(t *testing.T) {
 	ctx := daemontest.Context(t)
-	url := pgtest.Start(t).NewDatabase(t)
-	var a, b *daemontest.Daemon
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); a = startOnDatabase(t, url, "node-a", 0, nodeArgs...) }()
-	go func() { defer wg.Done(); b = startOnDatabase(t, url, "node-b", secondIndex(), nodeArgs...) }()
-	wg.Wait()
-	if a == nil || b == nil {
-		t.Fatal("a daemon did not start")
-	}
+	a, b := startPair(t, nodeArgs, nodeArgs)
 	for _, d := range []*daemontest.Daemon{a, b} {
 		nodes := nodeList(t, ctx, d)
 		if len(nodes) != 2 || nodes[0].NodeID != "node-a" || nodes[1].NodeID != "node-b" {

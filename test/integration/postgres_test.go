@@ -33,6 +33,21 @@ func startOnDatabase(t *testing.T, url, node string, index int, extra ...string)
 	return daemontest.Start(t, daemontest.Options{ExtraArgs: args})
 }
 
+// startPair starts node-a and node-b at once on one fresh PostgreSQL
+// database, with extraA and extraB as their extra flags.
+func startPair(t *testing.T, extraA, extraB []string) (a, b *daemontest.Daemon) {
+	url := pgtest.Start(t).NewDatabase(t)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); a = startOnDatabase(t, url, "node-a", 0, extraA...) }()
+	go func() { defer wg.Done(); b = startOnDatabase(t, url, "node-b", secondIndex(), extraB...) }()
+	wg.Wait()
+	if a == nil || b == nil {
+		t.Fatal("a daemon did not start")
+	}
+	return a, b
+}
+
 // freeAddr is a free loopback address (host:port).
 func freeAddr(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -53,17 +68,8 @@ func secondIndex() int { return 41 + os.Getpid()%10 }
 // the other.
 func TestPostgresTwoDaemons(t *testing.T) {
 	ctx := daemontest.Context(t)
-	url := pgtest.Start(t).NewDatabase(t)
-	var a, b *daemontest.Daemon
 	tlsA, tlsB := freeAddr(t), freeAddr(t)
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); a = startOnDatabase(t, url, "node-a", 0, "--tls-listen", tlsA) }()
-	go func() { defer wg.Done(); b = startOnDatabase(t, url, "node-b", secondIndex(), "--tls-listen", tlsB) }()
-	wg.Wait()
-	if a == nil || b == nil {
-		t.Fatal("a daemon did not start")
-	}
+	a, b := startPair(t, []string{"--tls-listen", tlsA}, []string{"--tls-listen", tlsB})
 	// Both nodes' TLS listeners present a certificate a client trusting
 	// the cluster's one CA (as written by node a) accepts.
 	roots := x509.NewCertPool()

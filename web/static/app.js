@@ -200,7 +200,7 @@
       try {
         const r = await api("GET", "/sandboxes/" + enc(id));
         if (r.data && r.data.killReason) {
-          state.deaths.unshift({ id, reason: r.data.killReason, at: r.data.killedAt });
+          state.deaths.unshift({ id, reason: r.data.killReason, at: r.data.killedAt, node: r.data.clientID });
           state.deaths.length = Math.min(state.deaths.length, 20);
         }
       } catch (e) { /* killed on request: 404, nothing to show */ }
@@ -214,6 +214,7 @@
     $("deaths-list").replaceChildren(...state.deaths.map((d) => el("li", {},
       el("code", { text: d.id }), " killed: ",
       el("strong", { class: "warn", text: d.reason }),
+      d.node ? el("span", { class: "muted", text: " on " + d.node }) : null,
       el("span", { class: "muted", text: " · " + localTime(d.at) }))));
   }
 
@@ -421,6 +422,7 @@
       el("td", { class: "mono", text: id }),
       el("td", { class: "mono", title: s.templateID, text: clip(s.alias || s.templateID || "—", 22) }),
       el("td", null, el("span", { class: "badge " + stateClass(s.state), text: s.state })),
+      el("td", { class: "mono sb-node", title: "the node that runs it", text: s.clientID || "—" }),
       el("td", { title: localTime(s.startedAt), text: ago(s.startedAt) }),
       el("td", null, expires),
       el("td", { text: (s.cpuCount || "?") + " vCPU · " + (s.memoryMB ? bytes(s.memoryMB * 1024 * 1024).replace(".0 ", " ") : "?") }),
@@ -822,8 +824,9 @@
     else showLogin();
   }
 
-  // The templates view (templates.js) shares the API helper and the banner.
-  window.forkboxDashboard = { api, el, setError, key: () => state.key, base: API_BASE };
+  // The other views (templates.js, nodes.js, ...) share the API helper,
+  // the banner and the formatting.
+  window.forkboxDashboard = { api, el, setError, key: () => state.key, base: API_BASE, ago, bytes, localTime };
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
