@@ -78,6 +78,8 @@ type Registry struct {
 	healthySince time.Time
 	// reaped holds, per dead node told to OnDead, the lease it had then.
 	reaped map[string]time.Time
+	// picks holds, per node, when Place chose it (place.go).
+	picks map[string][]time.Time
 }
 
 // New returns a Registry for cfg; nothing is written until Register.
@@ -101,7 +103,7 @@ func New(cfg Config) (*Registry, error) {
 		cfg.Logger = slog.Default()
 	}
 	now := cfg.Now()
-	return &Registry{cfg: cfg, started: now, healthySince: now, reaped: map[string]time.Time{}}, nil
+	return &Registry{cfg: cfg, started: now, healthySince: now, reaped: map[string]time.Time{}, picks: map[string][]time.Time{}}, nil
 }
 
 // Register writes this node's first heartbeat: a daemon that cannot

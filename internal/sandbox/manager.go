@@ -86,6 +86,9 @@ type Config struct {
 	// of time, so creating one is a hand-over (0: no pool).
 	PoolSize      int
 	PoolTemplates []string
+	// SharedTemplates are the templates every node of a cluster holds
+	// (the built-in ones): a create from one may be placed on any node.
+	SharedTemplates []string
 	// PoolRecent user templates, the most recently built or created
 	// from, get a pool of PoolSize too (pool_recent.go; 0: none).
 	PoolRecent int

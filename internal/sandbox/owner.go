@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
 )
@@ -57,4 +58,17 @@ func (m *Manager) OwnerURL(ctx context.Context, id string) (string, error) {
 		return "", fmt.Errorf("sandbox %s belongs to node %s, whose lease ran out (the node is dead): %w", id, rec.ClientID, errdefs.ErrUnavailable)
 	}
 	return url, nil
+}
+
+// Placeable reports whether a create from templateID (an id or alias)
+// may be placed on any node of the cluster: there is a
+// cluster (SetNodeDirectory) and every node holds the template (one of
+// Config.SharedTemplates). Other templates and snapshots live on the node
+// that made them, which must create from them itself.
+func (m *Manager) Placeable(ctx context.Context, templateID string) bool {
+	if m.nodes.Load() == nil || templateID == "" {
+		return false
+	}
+	tpl, err := m.st.GetTemplate(ctx, templateID)
+	return err == nil && slices.Contains(m.cfg.SharedTemplates, tpl.ID)
 }

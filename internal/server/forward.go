@@ -1,7 +1,10 @@
 package server
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -45,10 +48,17 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, id string) bool
 	if owner == "" {
 		return false
 	}
-	target, err := url.Parse(owner)
+	s.proxyTo(w, r, owner, "sandbox "+id)
+	return true
+}
+
+// proxyTo passes r to the node at base URL node, streaming both ways, and
+// marks it forwarded; what names the request's subject in errors.
+func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, node, what string) {
+	target, err := url.Parse(node)
 	if err != nil || target.Host == "" {
-		writeError(w, fmt.Errorf("node URL %q of sandbox %s: %w", owner, id, errdefs.ErrInternal))
-		return true
+		writeError(w, fmt.Errorf("node URL %q of %s: %w", node, what, errdefs.ErrInternal))
+		return
 	}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -60,9 +70,34 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, id string) bool
 		// they come, not when a buffer fills.
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			writeError(w, fmt.Errorf("forward to node %s of sandbox %s: %v: %w", owner, id, err, errdefs.ErrUnavailable))
+			writeError(w, fmt.Errorf("forward to node %s of %s: %v: %w", node, what, err, errdefs.ErrUnavailable))
 		},
 	}
 	rp.ServeHTTP(w, r)
+}
+
+// placeCreate sends a create to the node placement picks when that is
+// another node and the template is one every node holds, and reports
+// whether it answered. raw is the body, already read: r's is consumed.
+func (s *Server) placeCreate(w http.ResponseWriter, r *http.Request, raw []byte) bool {
+	if s.cfg.Nodes == nil || r.Header.Get(forwardedHeader) != "" {
+		return false
+	}
+	var probe struct {
+		TemplateID string `json:"templateID"`
+	}
+	if json.Unmarshal(raw, &probe) != nil || !s.mgr.Placeable(r.Context(), probe.TemplateID) {
+		return false
+	}
+	p, err := s.cfg.Nodes.Place(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return true
+	}
+	if p.Self {
+		return false
+	}
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(raw)), int64(len(raw))
+	s.proxyTo(w, r, p.URL, "a create placed on node "+p.Node)
 	return true
 }

@@ -16,6 +16,9 @@ type Nodes interface {
 	// CheckAccepting is nil if this node takes new sandboxes, else an
 	// ErrUnavailable that says why.
 	CheckAccepting(ctx context.Context) error
+	// Place picks the node a new sandbox of a template every node holds
+	// goes to (ErrUnavailable if none takes new sandboxes).
+	Place(ctx context.Context) (cluster.Placement, error)
 }
 
 // nodeJSON is a node as GET /nodes reports it.

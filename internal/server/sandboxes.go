@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -19,9 +21,18 @@ func (s *Server) createV2(w http.ResponseWriter, r *http.Request) { s.create(w, 
 
 // create starts a sandbox and answers 201 with the Sandbox shape.
 func (s *Server) create(w http.ResponseWriter, r *http.Request, alwaysSecure bool) {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		writeError(w, fmt.Errorf("read body: %v: %w", err, errdefs.ErrInvalidArgument))
+		return
+	}
+	if s.placeCreate(w, r, raw) {
+		return
+	}
 	if !s.acceptsNew(w, r) {
 		return
 	}
+	r.Body = io.NopCloser(bytes.NewReader(raw))
 	var body createBody
 	if err := decodeBody(w, r, &body, false); err != nil {
 		writeError(w, err)

@@ -20,6 +20,12 @@ func TestForwarding(t *testing.T) {
 	ctx := daemontest.Context(t)
 	a, b := startPair(t, nodeArgs, nodeArgs)
 	ca, cb := client.New(a.URL, a.APIKey), client.New(b.URL, a.APIKey)
+	// Drained, node a takes no new sandboxes, so the creates sent to b
+	// stay there (placement would otherwise pick either); forwarding to b
+	// does not depend on a taking new sandboxes.
+	if _, err := ca.DrainNode(ctx, "node-a"); err != nil {
+		t.Fatal(err)
+	}
 	onB := create(t, ctx, cb, client.CreateOptions{})
 	id := onB.SandboxID
 	if info, err := ca.GetSandbox(ctx, id); err != nil || info.ClientID != "node-b" || info.State != "running" {

@@ -19,10 +19,11 @@ import (
 var nodeArgs = []string{"--node-heartbeat", "200ms", "--node-lease", "2s", "--pool-size", "0", "--standby", "0"}
 
 // TestNodes: two daemons on one PostgreSQL see each other alive at their
-// URLs (`forkbox node list --json`, asked of either); draining node b
-// through node a makes creates on b answer 503 naming b while a still
-// creates; undrained, b creates again; b killed with -9 is dead once its
-// lease ran out, and alive again once restarted.
+// URLs (`forkbox node list --json`, asked of either); a create sent to a
+// drained node is placed on the other, and with both drained answers 503;
+// undrained, creates go to the node with the most room, and a burst sent
+// to one node spreads over both; b killed with -9 is dead once its lease
+// ran out, and alive again once restarted.
 func TestNodes(t *testing.T) {
 	ctx := daemontest.Context(t)
 	a, b := startPair(t, nodeArgs, nodeArgs)
@@ -46,24 +47,51 @@ func TestNodes(t *testing.T) {
 	if n, err := ca.DrainNode(ctx, "node-b"); err != nil || n.State != client.NodeDraining {
 		t.Fatalf("drain node-b through node-a: %+v %v", n, err)
 	}
+	// A create of a template every node holds, sent to the drained node
+	// b, is placed on node a; with every node drained, nothing takes it.
+	placed := create(t, ctx, cb, client.CreateOptions{})
+	if info, err := ca.GetSandbox(ctx, placed.SandboxID); err != nil || info.ClientID != "node-a" {
+		t.Errorf("a create sent to drained node-b runs on %+v (%v), want node-a", info, err)
+	}
+	if _, err := ca.DrainNode(ctx, "node-a"); err != nil {
+		t.Fatal(err)
+	}
 	_, err := cb.CreateSandbox(ctx, client.CreateOptions{TemplateID: "base"})
 	var e *client.Error
-	if !asError(err, &e) || e.Status != http.StatusServiceUnavailable || !strings.Contains(e.Message, "node node-b is draining") {
-		t.Fatalf("create on drained node-b: %v, want 503 naming node-b", err)
+	if !asError(err, &e) || e.Status != http.StatusServiceUnavailable || !strings.Contains(e.Message, "draining") {
+		t.Fatalf("create with every node drained: %v, want 503", err)
+	}
+	if _, err := ca.UndrainNode(ctx, "node-a"); err != nil {
+		t.Fatal(err)
 	}
 	onA := create(t, ctx, ca, client.CreateOptions{})
 	if _, err := cb.UndrainNode(ctx, "node-b"); err != nil {
 		t.Fatal(err)
 	}
 	onB := create(t, ctx, cb, client.CreateOptions{})
+	if info, err := cb.GetSandbox(ctx, onB.SandboxID); err != nil || info.ClientID != "node-b" {
+		t.Errorf("a create sent to node-b, which runs fewer, runs on %+v (%v)", info, err)
+	}
 	if got := sh(t, ctx, onB.Conn(), "echo on-b"); got != "on-b" {
 		t.Errorf("sandbox on node-b answers %q", got)
 	}
-	for _, k := range []struct {
-		c  *client.Client
-		id string
-	}{{ca, onA.SandboxID}, {cb, onB.SandboxID}} {
-		if err := k.c.KillSandbox(ctx, k.id); err != nil {
+	// A burst sent to one node spreads over both.
+	ids := []string{placed.SandboxID, onA.SandboxID, onB.SandboxID}
+	perNode := map[string]int{}
+	for range 4 {
+		sb := create(t, ctx, ca, client.CreateOptions{})
+		info, err := ca.GetSandbox(ctx, sb.SandboxID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		perNode[info.ClientID]++
+		ids = append(ids, sb.SandboxID)
+	}
+	if perNode["node-a"] == 0 || perNode["node-b"] == 0 {
+		t.Errorf("4 creates sent to node-a went to %v, want both nodes", perNode)
+	}
+	for _, id := range ids {
+		if err := ca.KillSandbox(ctx, id); err != nil { // forwarded to its node
 			t.Error(err)
 		}
 	}

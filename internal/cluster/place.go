@@ -1,0 +1,88 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+)
+
+// Placement is the node a new sandbox goes to.
+type Placement struct {
+	Node string
+	URL  string
+	// Self is whether it is the node that was asked.
+	Self bool
+}
+
+// Place picks the node for a new sandbox of a template every node holds:
+// of the live nodes that are not draining and have at least
+// minFreeMemoryMiB free, the one with the most free slots (capacity −
+// running; no capacity: unbounded), then this node, then the smallest id
+// (not the most free memory: two readings of one host differ by a few MiB
+// and would make the choice random). It reads the records, so a drain holds at once
+// (the last heartbeat's listing if they cannot be read), and counts each
+// pick as one more sandbox on its node until that node's next heartbeat
+// reports it, so a burst of creates spreads over the nodes instead of all
+// going to the one that looked emptiest. No node taking new sandboxes is
+// ErrUnavailable.
+func (r *Registry) Place(ctx context.Context) (Placement, error) {
+	now := r.cfg.Now()
+	list, err := r.cfg.Store.ListNodes(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	nodes := r.nodes
+	if err == nil {
+		nodes = r.views(list, now)
+	}
+	var cands []Node
+	for _, n := range nodes {
+		if stateAt(&n.Node, now) == StateAlive && n.FreeMemoryMiB >= minFreeMemoryMiB {
+			n.Running += r.pendingLocked(n.ID, n.HeartbeatAt)
+			cands = append(cands, n)
+		}
+	}
+	if len(cands) == 0 {
+		return Placement{}, fmt.Errorf("no node takes new sandboxes (every node is draining, dead or out of memory): %w", errdefs.ErrUnavailable)
+	}
+	best := slices.MaxFunc(cands, func(a, b Node) int {
+		return cmp.Or(cmp.Compare(freeSlots(a), freeSlots(b)), compareBool(a.ID == r.cfg.NodeID, b.ID == r.cfg.NodeID),
+			cmp.Compare(b.ID, a.ID))
+	})
+	r.picks[best.ID] = append(r.picks[best.ID], now)
+	return Placement{Node: best.ID, URL: best.URL, Self: best.ID == r.cfg.NodeID}, nil
+}
+
+// pendingLocked counts the picks of node made after its heartbeat at
+// beat (which did not report them yet) and forgets the older ones.
+func (r *Registry) pendingLocked(node string, beat time.Time) int {
+	picks := slices.DeleteFunc(r.picks[node], func(at time.Time) bool { return !at.After(beat) })
+	r.picks[node] = picks
+	return len(picks)
+}
+
+// minFreeMemoryMiB is the free memory below which a node gets no new
+// sandboxes whatever its slots say: a restore needs room.
+const minFreeMemoryMiB = 512
+
+func freeSlots(n Node) int {
+	if n.Capacity <= 0 {
+		return math.MaxInt
+	}
+	return n.Capacity - n.Running
+}
+
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	default:
+		return -1
+	}
+}

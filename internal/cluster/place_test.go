@@ -1,0 +1,71 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/store"
+)
+
+// registerWith registers node id reporting rep, at a clock off by skew.
+func registerWith(t *testing.T, st *fakeStore, id string, rep store.Report, skew time.Duration) *Registry {
+	t.Helper()
+	r, err := New(Config{Store: st, NodeID: id, URL: "http://" + id, Probe: func() store.Report { return rep },
+		Now: func() time.Time { return time.Now().Add(skew) }, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestPlace: creates go to the live, undrained node with the most free
+// slots; a burst spreads (each pick counts until the next heartbeat);
+// ties go to the node asked; draining and dead nodes get nothing, a
+// drain holding at once; with no node taking sandboxes it is
+// ErrUnavailable.
+func TestPlace(t *testing.T) {
+	ctx := context.Background()
+	st := newFakeStore()
+	rep := func(running int) store.Report {
+		return store.Report{Capacity: 10, Running: running, FreeMemoryMiB: 1000}
+	}
+	registerWith(t, st, "node-b", rep(2), 0)
+	registerWith(t, st, "node-c", rep(0), 0)
+	registerWith(t, st, "node-d", rep(0), -time.Hour) // its lease ran out long ago
+	if _, err := st.SetNodeDraining(ctx, "node-c", true); err != nil {
+		t.Fatal(err)
+	}
+	a := registerWith(t, st, "node-a", rep(8), 0)
+	var got []string
+	for range 8 {
+		p, err := a.Place(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Self != (p.Node == "node-a") || p.URL != "http://"+p.Node {
+			t.Errorf("placement %+v", p)
+		}
+		got = append(got, p.Node)
+	}
+	want := []string{"node-b", "node-b", "node-b", "node-b", "node-b", "node-b", "node-a", "node-b"}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("placements %v, want %v", got, want)
+		}
+	}
+	for _, id := range []string{"node-a", "node-b"} {
+		if _, err := st.SetNodeDraining(ctx, id, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p, err := a.Place(ctx); !errors.Is(err, errdefs.ErrUnavailable) {
+		t.Errorf("every node draining or dead: %+v, %v; want ErrUnavailable", p, err)
+	}
+}
