@@ -47,12 +47,14 @@ const maxPooledCmd = 16 << 10
 
 // poolWrapper is the -c script of a pooled shell, run after the profile.
 // It reports ready ("r", or "x" when the profile's last status was not 0,
-// which a fresh shell's command would see in $?), waits for the agent's
+// which a fresh shell's command would see in $?, or when /bin/bash is not
+// bash — an image without bash gets a /bin/bash that runs /bin/sh, which
+// cannot run the rest of this script), waits for the agent's
 // message on fd 3 (RANDOM seed, stdin wanted, command; NUL-terminated),
 // restores what a fresh shell would show ($_ from the profile, SECONDS from
 // zero, a fresh RANDOM sequence so clones of one image differ,
 // BASH_EXECUTION_STRING) and evaluates the command on line 1 as -c does.
-const poolWrapper = `__fb_q=$? __fb_u=$_; if [ "$__fb_q" = 0 ]; then printf r >&4; else printf x >&4; fi; exec 4>&-; ` +
+const poolWrapper = `__fb_q=$? __fb_u=$_; if [ "$__fb_q" = 0 ] && [ -n "$BASH_VERSION" ]; then printf r >&4; else printf x >&4; fi; exec 4>&-; ` +
 	`IFS= read -r -d '' __fb_s <&3 && IFS= read -r -d '' __fb_i <&3 && IFS= read -r -d '' __fb_c <&3 || kill -KILL $$; exec 3<&-; ` +
 	`[ "$__fb_i" = 1 ] || exec </dev/null; RANDOM=$__fb_s; SECONDS=0; ` +
 	`eval "unset __fb_q __fb_s __fb_i __fb_c __fb_u; BASH_EXECUTION_STRING=${__fb_c@Q}; : ${__fb_u@Q}; $__fb_c"`

@@ -16,9 +16,10 @@ import (
 	pb "github.com/forkbox/forkbox/api/gen/process"
 )
 
-// errPoolUnusable marks a shell whose profile printed or failed: its
-// configuration is not pooled until the profile files change.
-var errPoolUnusable = errors.New("login profile printed output or ended with a non-zero status")
+// errPoolUnusable marks a shell whose profile printed or failed, or that
+// is not bash: its configuration is not pooled until the profile files
+// change.
+var errPoolUnusable = errors.New("/bin/bash is not bash, or the login profile printed output or ended with a non-zero status")
 
 // startShell starts one login shell for rc and waits until its profile ran.
 func (sp *shellPool) startShell(rc *poolRecipe) (*pooledShell, error) {
