@@ -130,15 +130,12 @@ func (r *Registry) CheckAccepting(ctx context.Context) error {
 // the last successful heartbeat with states as of now: cheap enough for
 // every metrics scrape, never a query.
 func (r *Registry) Counts() map[State]int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := r.cfg.Now()
 	c := make(map[State]int, len(States))
 	for _, s := range States {
 		c[s] = 0
 	}
-	for _, n := range r.nodes {
-		c[stateAt(&n.Node, now)]++
+	for _, n := range r.Last() {
+		c[n.State]++
 	}
 	return c
 }

@@ -100,11 +100,24 @@ const maxBodyBytes = 1 << 20
 // ignored (newer SDKs send fields forkbox does not use); malformed JSON or a
 // field of the wrong type is an ErrInvalidArgument.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
-	body := http.MaxBytesReader(w, r.Body, maxBodyBytes)
-	data, err := io.ReadAll(body)
+	data, err := readBody(w, r)
 	if err != nil {
-		return fmt.Errorf("read body: %v: %w", err, errdefs.ErrInvalidArgument)
+		return err
 	}
+	return decodeJSON(data, v, optional)
+}
+
+// readBody reads r's body, at most maxBodyBytes of it.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		return nil, fmt.Errorf("read body: %v: %w", err, errdefs.ErrInvalidArgument)
+	}
+	return data, nil
+}
+
+// decodeJSON is decodeBody of a body already read.
+func decodeJSON(data []byte, v any, optional bool) error {
 	if len(strings.TrimSpace(string(data))) == 0 {
 		if optional {
 			return nil

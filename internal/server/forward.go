@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -76,17 +75,12 @@ func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, node, what stri
 	rp.ServeHTTP(w, r)
 }
 
-// placeCreate sends a create to the node placement picks when that is
-// another node and the template is one every node holds, and reports
-// whether it answered. raw is the body, already read: r's is consumed.
-func (s *Server) placeCreate(w http.ResponseWriter, r *http.Request, raw []byte) bool {
-	if s.cfg.Nodes == nil || r.Header.Get(forwardedHeader) != "" {
-		return false
-	}
-	var probe struct {
-		TemplateID string `json:"templateID"`
-	}
-	if json.Unmarshal(raw, &probe) != nil || !s.mgr.Placeable(r.Context(), probe.TemplateID) {
+// placeCreate sends a create from templateID to the node placement picks
+// when that is another node and the template is one every node holds, and
+// reports whether it answered. raw is the body, already read: r's is
+// consumed.
+func (s *Server) placeCreate(w http.ResponseWriter, r *http.Request, raw []byte, templateID string) bool {
+	if s.cfg.Nodes == nil || r.Header.Get(forwardedHeader) != "" || !s.mgr.Placeable(r.Context(), templateID) {
 		return false
 	}
 	p, err := s.cfg.Nodes.Place(r.Context())

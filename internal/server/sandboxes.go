@@ -1,9 +1,7 @@
 package server
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -21,21 +19,23 @@ func (s *Server) createV2(w http.ResponseWriter, r *http.Request) { s.create(w, 
 
 // create starts a sandbox and answers 201 with the Sandbox shape.
 func (s *Server) create(w http.ResponseWriter, r *http.Request, alwaysSecure bool) {
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	raw, err := readBody(w, r)
 	if err != nil {
-		writeError(w, fmt.Errorf("read body: %v: %w", err, errdefs.ErrInvalidArgument))
+		writeError(w, err)
 		return
 	}
-	if s.placeCreate(w, r, raw) {
+	// Decoded once: placement needs the template, and a body it cannot
+	// decode is answered here, after the drain check as before.
+	var body createBody
+	derr := decodeJSON(raw, &body, false)
+	if derr == nil && s.placeCreate(w, r, raw, body.TemplateID) {
 		return
 	}
 	if !s.acceptsNew(w, r) {
 		return
 	}
-	r.Body = io.NopCloser(bytes.NewReader(raw))
-	var body createBody
-	if err := decodeBody(w, r, &body, false); err != nil {
-		writeError(w, err)
+	if derr != nil {
+		writeError(w, derr)
 		return
 	}
 	req, err := body.request(alwaysSecure)

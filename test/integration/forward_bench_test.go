@@ -1,8 +1,6 @@
 package integration
 
 import (
-	"fmt"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -20,15 +18,7 @@ import (
 func BenchmarkForwarding(b *testing.B) {
 	ctx := daemontest.Context(b)
 	url := pgtest.Start(b).NewDatabase(b)
-	start := func(node string, index int) *daemontest.Daemon {
-		args := append([]string{"--database", url, "--node-id", node}, nodeArgs...)
-		if index > 0 {
-			args = append(args, "--network-index", fmt.Sprint(index))
-			b.Cleanup(func() { exec.Command("nft", "delete", "table", "inet", fmt.Sprintf("forkbox%d", index)).Run() })
-		}
-		return daemontest.Start(b, daemontest.Options{ExtraArgs: args})
-	}
-	na, nb := start("node-a", 0), start("node-b", secondIndex())
+	na, nb := startOnDatabase(b, url, "node-a", 0, nodeArgs...), startOnDatabase(b, url, "node-b", secondIndex(), nodeArgs...)
 	ca, cb := client.New(na.URL, na.APIKey), client.New(nb.URL, na.APIKey)
 	sb, err := cb.CreateSandbox(ctx, client.CreateOptions{TemplateID: "base", Timeout: 30 * time.Minute})
 	if err != nil {

@@ -24,7 +24,7 @@ import (
 
 // startOnDatabase starts a daemon keeping its records in the PostgreSQL
 // database url, under node id node; index > 0 gives it its own network.
-func startOnDatabase(t *testing.T, url, node string, index int, extra ...string) *daemontest.Daemon {
+func startOnDatabase(t testing.TB, url, node string, index int, extra ...string) *daemontest.Daemon {
 	args := append([]string{"--database", url, "--node-id", node}, extra...)
 	if index > 0 {
 		args = append(args, "--network-index", fmt.Sprint(index))
