@@ -56,6 +56,10 @@ type Config struct {
 	// comes back for them), with when it ran out; an error has it told
 	// again at the next heartbeat (reap.go).
 	OnDead func(ctx context.Context, node string, since time.Time) error
+	// WhileDraining, if set, runs after each heartbeat that finds this
+	// node drained, in its own goroutine and never twice at once: the
+	// node moves its paused work off (the daemon hands it to others).
+	WhileDraining func(ctx context.Context)
 }
 
 // Registry registers this node, renews its lease and answers who the
@@ -80,6 +84,8 @@ type Registry struct {
 	reaped map[string]time.Time
 	// picks holds, per node, when Place chose it (place.go).
 	picks map[string][]time.Time
+	// handing is held while WhileDraining runs.
+	handing sync.Mutex
 }
 
 // New returns a Registry for cfg; nothing is written until Register.
@@ -155,6 +161,12 @@ func (r *Registry) beat(ctx context.Context) error {
 	deaths := r.deathsLocked(now)
 	r.mu.Unlock()
 	r.reap(ctx, deaths)
+	if got.Draining && r.cfg.WhileDraining != nil && r.handing.TryLock() {
+		go func() {
+			defer r.handing.Unlock()
+			r.cfg.WhileDraining(ctx)
+		}()
+	}
 	return nil
 }
 

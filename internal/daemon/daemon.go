@@ -219,6 +219,7 @@ func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.St
 		Images: imgs.disk, Content: imgs.content,
 		PoolSize: o.PoolSize, PoolTemplates: []string{template.BaseID, template.CodeInterpreterID}, PoolRecent: o.PoolRecent,
 		SharedTemplates:  []string{template.BaseID, template.CodeInterpreterID},
+		SharedImages:     o.Database != "" && o.ObjectStore != "",
 		CloneConcurrency: o.CloneConcurrency, NetworkOpened: o.Egress.Open,
 		CheckNetwork: checkNetwork, EgressCA: o.Egress.caPEM, CommandPool: o.CommandPool,
 	})

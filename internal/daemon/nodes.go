@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"time"
@@ -32,7 +33,11 @@ func startRegistry(ctx context.Context, o Options, st *store.Store, lns *listene
 			return err
 		}
 	}
-	reg, err := cluster.New(cfg)
+	var reg *cluster.Registry
+	if st.Postgres() && o.ObjectStore != "" { // images shared: drain moves paused sandboxes off
+		cfg.WhileDraining = handOffPaused(mgr, &reg, o.Logger)
+	}
+	reg, err = cluster.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -118,4 +123,28 @@ func checkAdvertiseURL(raw string) error {
 		return fmt.Errorf("--advertise-url %q: want http://host:port or https://host:port: %w", raw, errdefs.ErrInvalidArgument)
 	}
 	return nil
+}
+
+// handOffPaused is a drained node's WhileDraining: its paused sandboxes go
+// to the nodes placement picks. A failure (no node takes work) is logged
+// once until it changes, not at every heartbeat.
+func handOffPaused(mgr *sandbox.Manager, reg **cluster.Registry, log *slog.Logger) func(context.Context) {
+	var last string
+	return func(ctx context.Context) {
+		n, err := mgr.HandOffPaused(ctx, func(ctx context.Context) (string, error) {
+			p, err := (*reg).Place(ctx)
+			return p.Node, err
+		})
+		if n > 0 {
+			log.Info("drained node handed its paused sandboxes to others", "sandboxes", n)
+		}
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		if msg != last && msg != "" {
+			log.Warn("drained node could not hand its paused sandboxes to others; retrying at each heartbeat", "err", err)
+		}
+		last = msg
+	}
 }

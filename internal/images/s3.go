@@ -282,3 +282,12 @@ func (b *bucket) exists(ctx context.Context, key string) (bool, error) {
 // ErrChecksum is what a download whose bytes do not hash to what the
 // manifest says fails with: the image is not handed out.
 var ErrChecksum = fmt.Errorf("checksum mismatch: %w", errdefs.ErrInternal)
+
+// modTime is when the object at key was last written.
+func (b *bucket) modTime(ctx context.Context, key string) (time.Time, error) {
+	info, err := b.stat(ctx, key)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return info.LastModified, nil
+}

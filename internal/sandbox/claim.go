@@ -140,6 +140,9 @@ func (m *Manager) tryClaim(ctx context.Context, id string, to State, from ...Sta
 	e.state, e.from = to, prev
 	if err := m.persistLocked(ctx, e); err != nil {
 		e.state = prev
+		if errdefs.IsConflict(err) { // another node took it over (takeover.go)
+			m.forgetMovedLocked(id)
+		}
 		return nil, prev, err
 	}
 	e.done = make(chan struct{})

@@ -89,6 +89,11 @@ type Config struct {
 	// SharedTemplates are the templates every node of a cluster holds
 	// (the built-in ones): a create from one may be placed on any node.
 	SharedTemplates []string
+	// SharedImages says the nodes of the cluster share one object store
+	// (and one database): a paused sandbox or a snapshot is usable from
+	// every node, so paused sandboxes move between nodes (takeover.go)
+	// and a create from any template or snapshot may be placed anywhere.
+	SharedImages bool
 	// PoolRecent user templates, the most recently built or created
 	// from, get a pool of PoolSize too (pool_recent.go; 0: none).
 	PoolRecent int
@@ -185,6 +190,7 @@ type Manager struct {
 // wrap it to make writes fail.
 type records interface {
 	PutSandbox(ctx context.Context, sb *store.Sandbox) error
+	TransferSandbox(ctx context.Context, id, from, to, state string) (*store.Sandbox, error)
 	GetSandbox(ctx context.Context, id string) (*store.Sandbox, error)
 	ListSandboxes(ctx context.Context, f store.SandboxFilter) ([]*store.Sandbox, string, error)
 	CountSandboxes(ctx context.Context, states []string) (int, error)

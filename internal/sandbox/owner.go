@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/store"
 )
 
 // NodeDirectory tells where the other nodes of a cluster answer (the
@@ -32,43 +33,65 @@ func (m *Manager) OwnerURL(ctx context.Context, id string) (string, error) {
 	if nodes == nil {
 		return "", nil
 	}
-	m.mu.Lock()
-	_, local := m.boxes[id]
-	m.mu.Unlock()
-	if local {
-		return "", nil
+	// Twice at most: a takeover lost to another node is followed by a
+	// second look, which forwards to the winner.
+	for range 2 {
+		m.mu.Lock()
+		_, local := m.boxes[id]
+		m.mu.Unlock()
+		if local {
+			return "", nil
+		}
+		rec, err := m.st.GetSandbox(ctx, id)
+		if errdefs.IsNotFound(err) {
+			return "", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		url, err := m.ownerOf(ctx, *nodes, rec)
+		if !errdefs.IsConflict(err) {
+			return url, err
+		}
 	}
-	rec, err := m.st.GetSandbox(ctx, id)
-	if errdefs.IsNotFound(err) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
+	return "", fmt.Errorf("sandbox %s is changing nodes; try again: %w", id, errdefs.ErrConflict)
+}
+
+// ownerOf is OwnerURL for sandbox rec, not loaded here: a paused one this
+// node was handed is loaded, one of a dead node taken over (shared images
+// only); ErrConflict means a takeover lost a race, to look again.
+func (m *Manager) ownerOf(ctx context.Context, nodes NodeDirectory, rec *store.Sandbox) (string, error) {
+	paused := State(rec.State) == StatePaused && m.cfg.SharedImages
 	if m.owns(rec.ClientID) || !State(rec.State).Live() {
+		if paused && m.owns(rec.ClientID) {
+			return "", m.loadPaused(ctx, rec)
+		}
 		return "", nil
 	}
-	url, alive, err := (*nodes).NodeURL(ctx, rec.ClientID)
+	url, alive, err := nodes.NodeURL(ctx, rec.ClientID)
 	switch {
-	case errdefs.IsNotFound(err):
-		return "", fmt.Errorf("sandbox %s belongs to node %s, which is not registered: %w", id, rec.ClientID, errdefs.ErrUnavailable)
-	case err != nil:
+	case err != nil && !errdefs.IsNotFound(err):
 		return "", err
-	case !alive:
-		return "", fmt.Errorf("sandbox %s belongs to node %s, whose lease ran out (the node is dead): %w", id, rec.ClientID, errdefs.ErrUnavailable)
+	case alive:
+		return url, nil
+	case paused:
+		return "", m.takeOver(ctx, rec)
+	case errdefs.IsNotFound(err):
+		return "", fmt.Errorf("sandbox %s belongs to node %s, which is not registered: %w", rec.ID, rec.ClientID, errdefs.ErrUnavailable)
 	}
-	return url, nil
+	return "", fmt.Errorf("sandbox %s belongs to node %s, whose lease ran out (the node is dead): %w", rec.ID, rec.ClientID, errdefs.ErrUnavailable)
 }
 
 // Placeable reports whether a create from templateID (an id or alias)
 // may be placed on any node of the cluster: there is a
 // cluster (SetNodeDirectory) and every node holds the template (one of
-// Config.SharedTemplates). Other templates and snapshots live on the node
+// Config.SharedTemplates), or the nodes share their images (Config.
+// SharedImages). Otherwise other templates and snapshots live on the node
 // that made them, which must create from them itself.
 func (m *Manager) Placeable(ctx context.Context, templateID string) bool {
 	if m.nodes.Load() == nil || templateID == "" {
 		return false
 	}
 	tpl, err := m.st.GetTemplate(ctx, templateID)
-	return err == nil && slices.Contains(m.cfg.SharedTemplates, tpl.ID)
+	return err == nil && (m.cfg.SharedImages || slices.Contains(m.cfg.SharedTemplates, tpl.ID))
 }

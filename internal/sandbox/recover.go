@@ -145,18 +145,17 @@ func (m *Manager) adopt(e *entry, st State) error {
 // removeOrphanImages deletes the images no record refers to: the remains
 // of a snapshot or pause the daemon died in the middle of. A snapshot image
 // is kept while its snapshot's record exists, a pause image while its
-// sandbox is paused.
+// sandbox is paused. With images shared between nodes, a pause image of
+// another node's live sandbox stays, and so does an image younger than
+// orphanImageGrace that no record names yet (another node's commit).
 func (m *Manager) removeOrphanImages(ctx context.Context) {
 	removed, err := images.Sweep(ctx, m.img, func(ref images.Ref) bool {
 		switch ref.Kind {
 		case images.KindSnapshot:
 			_, err := m.st.GetTemplate(ctx, ref.ID)
-			return !errdefs.IsNotFound(err)
+			return !errdefs.IsNotFound(err) || m.young(ctx, ref)
 		case images.KindPause:
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			e, ok := m.boxes[ref.ID]
-			return ok && e.state == StatePaused
+			return m.keepPauseImage(ctx, ref)
 		}
 		return true
 	})
@@ -166,6 +165,24 @@ func (m *Manager) removeOrphanImages(ctx context.Context) {
 	if err != nil {
 		m.log.Error("remove orphan images", "err", err)
 	}
+}
+
+// keepPauseImage is removeOrphanImages' verdict on a pause image.
+func (m *Manager) keepPauseImage(ctx context.Context, ref images.Ref) bool {
+	m.mu.Lock()
+	e, ok := m.boxes[ref.ID]
+	m.mu.Unlock()
+	if ok || !m.cfg.SharedImages {
+		return ok && e.state == StatePaused
+	}
+	rec, err := m.st.GetSandbox(ctx, ref.ID)
+	switch {
+	case errdefs.IsNotFound(err):
+		return m.young(ctx, ref)
+	case err != nil:
+		return true
+	}
+	return !m.owns(rec.ClientID) && State(rec.State).Live()
 }
 
 // owns reports whether a record made on node is this daemon's to run: its

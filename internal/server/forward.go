@@ -12,10 +12,15 @@ import (
 	"github.com/forkbox/forkbox/internal/errdefs"
 )
 
-// forwardedHeader marks a request that one node forwarded to another: it
-// is answered where it lands and never forwarded again, so two nodes that
-// disagree on an owner for an instant cannot bounce it between them.
+// forwardedHeader marks a request that one node forwarded to another,
+// one value per hop. A request is forwarded at most maxForwardHops times:
+// two nodes that disagree on an owner for an instant cannot bounce it
+// between them, and one that reached a node just after the sandbox moved
+// from it (a drain's hand-over) goes on to the new owner.
 const forwardedHeader = "Forkbox-Forwarded-By"
+
+// maxForwardHops bounds how often one request is forwarded.
+const maxForwardHops = 2
 
 // sandboxOfPath returns the sandbox a control-API path is about
 // (/sandboxes/{id}…, /v2/sandboxes/{id}…).
@@ -36,7 +41,13 @@ func sandboxOfPath(p string) (string, bool) {
 // A client then needs one node's URL for everything: control API, envd,
 // any port.
 func (s *Server) forward(w http.ResponseWriter, r *http.Request, id string) bool {
-	if r.Header.Get(forwardedHeader) != "" {
+	if len(r.Header.Values(forwardedHeader)) >= maxForwardHops {
+		// Answered here whatever happens; a sandbox just handed or taken
+		// over may not be loaded yet.
+		if err := s.mgr.LoadOwned(r.Context(), id); err != nil {
+			writeError(w, err)
+			return true
+		}
 		return false
 	}
 	owner, err := s.mgr.OwnerURL(r.Context(), id)
@@ -63,7 +74,7 @@ func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, node, what stri
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.Host = pr.In.Host // the data plane may route by <port>-<id>.<domain>
-			pr.Out.Header.Set(forwardedHeader, s.cfg.NodeID)
+			pr.Out.Header.Add(forwardedHeader, s.cfg.NodeID)
 		},
 		// Streams (process output, watch events) must reach the client as
 		// they come, not when a buffer fills.

@@ -112,13 +112,20 @@ func (s *Store) PutSandbox(ctx context.Context, sb *Sandbox) error {
 	if err != nil {
 		return fmt.Errorf("sandbox seq: %w", err)
 	}
-	_, err = tx.ExecContext(ctx,
-		`INSERT INTO sandboxes(id, seq, state, template_id, end_at, data) VALUES(?,?,?,?,?,?)
+	// The update lands only where the stored record has the writer's
+	// node (or none yet): once another node took the sandbox over, the
+	// old node's writes are refused instead of undoing the move.
+	res, err := tx.ExecContext(ctx,
+		`INSERT INTO sandboxes(id, seq, state, template_id, end_at, node, data) VALUES(?,?,?,?,?,?,?)
 		 ON CONFLICT(id) DO UPDATE SET state=excluded.state, template_id=excluded.template_id,
-		   end_at=excluded.end_at, data=excluded.data`,
-		sb.ID, seq, sb.State, sb.TemplateID, sb.EndAt.UnixNano(), string(data))
+		   end_at=excluded.end_at, node=excluded.node, data=excluded.data
+		 WHERE sandboxes.node = excluded.node OR sandboxes.node = ''`,
+		sb.ID, seq, sb.State, sb.TemplateID, sb.EndAt.UnixNano(), sb.ClientID, string(data))
 	if err != nil {
 		return fmt.Errorf("put sandbox %s: %w", sb.ID, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return movedError(ctx, tx, sb.ID, sb.ClientID)
 	}
 	return tx.Commit()
 }

@@ -122,6 +122,11 @@ var migrations = []string{
 		lease_until INTEGER NOT NULL,
 		data TEXT NOT NULL
 	);`,
+	// A sandbox's node (owner.go): its own column, so a write by a node
+	// that no longer owns the sandbox is refused in the same statement
+	// (PutSandbox) and a move between nodes is one conditional update
+	// (TransferSandbox). '' is a record written before the column.
+	`ALTER TABLE sandboxes ADD COLUMN node TEXT NOT NULL DEFAULT '';`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {

@@ -66,7 +66,7 @@ func checkContinues(t *testing.T, ctx context.Context, conn *client.SandboxConn,
 	}
 }
 
-func waitFor(t *testing.T, limit time.Duration, ok func() bool) {
+func waitFor(t testing.TB, limit time.Duration, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {

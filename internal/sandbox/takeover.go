@@ -1,0 +1,182 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/images"
+	"github.com/forkbox/forkbox/internal/store"
+)
+
+// This file moves paused sandboxes between the nodes of a cluster whose
+// images are shared (Config.SharedImages: one object store and one
+// database). A paused sandbox is only records and an image in the object
+// store, so a move is one conditional update of its record
+// (store.TransferSandbox): a node takes over the paused sandboxes of a
+// dead node when they are asked for (OwnerURL), and a drained node hands
+// its paused sandboxes to the others (HandOffPaused). The new owner loads
+// the sandbox when it is first asked for; its resume fetches the image.
+// The database keeps the move atomic: of nodes racing to take one sandbox
+// over exactly one wins, and the old owner's writes are refused after it
+// (so it can never resume the sandbox too).
+
+// holderMover is what an image store that tracks holders per daemon (the
+// object store) does when a holder moves between daemons.
+type holderMover interface {
+	AdoptHolder(ctx context.Context, h images.Holder) error
+	DisownHolder(h images.Holder)
+}
+
+// takeOver moves paused sandbox rec of a dead node to this one and loads
+// it. ErrConflict means another node (or the owner) was first.
+func (m *Manager) takeOver(ctx context.Context, rec *store.Sandbox) error {
+	if len(rec.Volumes) > 0 {
+		return fmt.Errorf("sandbox %s mounts volumes of node %s, which is dead: %w", rec.ID, rec.ClientID, errdefs.ErrUnavailable)
+	}
+	moved, err := m.st.TransferSandbox(ctx, rec.ID, rec.ClientID, m.cfg.ClientID, string(StatePaused))
+	if err != nil {
+		return err
+	}
+	m.log.Warn("took over a paused sandbox of a dead node", "sandbox", rec.ID, "node", rec.ClientID)
+	return m.loadPaused(ctx, moved)
+}
+
+// loadPaused makes paused sandbox rec, recorded as this node's but not
+// known here (taken over, or handed over by a drained node), one of this
+// node's: its pause image is fetched (a files-only pause and a diff read
+// it here) and its references become this node's.
+func (m *Manager) loadPaused(ctx context.Context, rec *store.Sandbox) error {
+	dir, err := m.img.Open(ctx, images.Pause(rec.ID))
+	if err != nil {
+		return fmt.Errorf("sandbox %s: its pause image: %w", rec.ID, err)
+	}
+	h := sandboxHolder(rec.ID)
+	m.setRecorded(ctx, h, rec.Content)
+	if mv, ok := m.content.(holderMover); ok {
+		if err := mv.AdoptHolder(ctx, h); err != nil {
+			m.log.Warn("could not mark a taken-over sandbox's content as this node's", "sandbox", rec.ID, "err", err)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.boxes[rec.ID]; !ok {
+		e := &entry{rec: *rec, state: StatePaused}
+		e.rec.ImageDir = dir
+		m.boxes[rec.ID] = e
+	}
+	return nil
+}
+
+// LoadOwned loads sandbox id when the records say it is this node's and
+// paused but this node does not know it yet (handed or taken over just
+// now): a request another node forwarded here as to the owner.
+func (m *Manager) LoadOwned(ctx context.Context, id string) error {
+	if !m.cfg.SharedImages {
+		return nil
+	}
+	m.mu.Lock()
+	_, local := m.boxes[id]
+	m.mu.Unlock()
+	if local {
+		return nil
+	}
+	rec, err := m.st.GetSandbox(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if m.owns(rec.ClientID) && State(rec.State) == StatePaused {
+		return m.loadPaused(ctx, rec)
+	}
+	return nil
+}
+
+// HandOffPaused gives this node's idle paused sandboxes to other nodes,
+// one node per sandbox as pick chooses (placement), and returns how many
+// went. A drained node calls it at its heartbeats: drain moves paused work
+// off. Sandboxes with volumes stay (a volume lives on its node's disk).
+// Without shared images it does nothing.
+func (m *Manager) HandOffPaused(ctx context.Context, pick func(context.Context) (string, error)) (int, error) {
+	if !m.cfg.SharedImages {
+		return 0, nil
+	}
+	var ids []string
+	m.mu.Lock()
+	for id, e := range m.boxes {
+		if e.state == StatePaused && e.done == nil && len(e.rec.Volumes) == 0 {
+			ids = append(ids, id)
+		}
+	}
+	m.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		node, err := pick(ctx)
+		if err != nil {
+			return n, err
+		}
+		if node == m.cfg.ClientID {
+			return n, fmt.Errorf("placement chose this node, which is draining: %w", errdefs.ErrUnavailable)
+		}
+		moved, err := m.handOff(ctx, id, node)
+		if err != nil {
+			return n, err
+		}
+		if moved {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// handOff moves paused sandbox id to node, under the lock so no claim
+// (a resume asked of this node) starts meanwhile.
+func (m *Manager) handOff(ctx context.Context, id, node string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.boxes[id]
+	if !ok || e.state != StatePaused || e.done != nil {
+		return false, nil
+	}
+	if _, err := m.st.TransferSandbox(context.WithoutCancel(ctx), id, m.cfg.ClientID, node, string(StatePaused)); err != nil {
+		return false, fmt.Errorf("hand paused sandbox %s to node %s: %w", id, node, err)
+	}
+	delete(m.boxes, id)
+	if mv, ok := m.content.(holderMover); ok {
+		mv.DisownHolder(sandboxHolder(id))
+	}
+	m.log.Info("handed a paused sandbox to another node", "sandbox", id, "node", node)
+	return true, nil
+}
+
+// forgetMovedLocked drops entry id after a write of its record was
+// refused because another node took the sandbox over: it is that node's
+// now, and requests for it go there.
+func (m *Manager) forgetMovedLocked(id string) {
+	delete(m.boxes, id)
+	if mv, ok := m.content.(holderMover); ok {
+		mv.DisownHolder(sandboxHolder(id))
+	}
+	m.log.Warn("sandbox taken over by another node; forgotten here", "sandbox", id)
+}
+
+// orphanImageGrace is how old an image no record names must be before a
+// start-up sweep of a shared object store removes it: another node may
+// have committed it just now and not yet written the record.
+const orphanImageGrace = 10 * time.Minute
+
+// young reports whether image ref is shared and younger than
+// orphanImageGrace.
+func (m *Manager) young(ctx context.Context, ref images.Ref) bool {
+	mt, ok := m.img.(interface {
+		ModTime(context.Context, images.Ref) (time.Time, error)
+	})
+	if !m.cfg.SharedImages || !ok {
+		return false
+	}
+	at, err := mt.ModTime(ctx, ref)
+	return err != nil || m.now().Sub(at) < orphanImageGrace
+}
