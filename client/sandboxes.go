@@ -65,6 +65,10 @@ type SandboxInfo struct {
 	// its own: "out of memory", "process limit", "crashed" or "killed".
 	KillReason string    `json:"killReason,omitempty"`
 	KilledAt   time.Time `json:"killedAt,omitzero"`
+	// Operation is what the sandbox is busy with ("pausing", "resuming",
+	// "snapshotting", "creating", "killing"); empty when idle. Pause
+	// returns at once: a pause has finished once Operation is empty.
+	Operation string `json:"operation,omitempty"`
 	// VolumeMounts are the volumes the sandbox mounts.
 	VolumeMounts []VolumeMount `json:"volumeMounts,omitempty"`
 }

@@ -32,6 +32,9 @@ func (a *app) sandboxInfoCmd() *cobra.Command {
 			if s.KillReason != "" {
 				rows = append(rows, [2]string{"Killed", s.KillReason + " at " + formatTime(s.KilledAt)})
 			}
+			if s.Operation != "" {
+				rows = append(rows, [2]string{"Operation", s.Operation})
+			}
 			return fields(a.stdout, rows)
 		},
 	}

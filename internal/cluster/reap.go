@@ -8,6 +8,7 @@ import (
 // death is a node whose lease ran out, to be told to Config.OnDead.
 type death struct {
 	node  string
+	url   string
 	since time.Time
 }
 
@@ -33,7 +34,7 @@ func (r *Registry) deathsLocked(now time.Time) []death {
 		if at, ok := r.reaped[n.ID]; ok && at.Equal(n.LeaseUntil) {
 			continue // told of this death already
 		}
-		out = append(out, death{n.ID, n.LeaseUntil})
+		out = append(out, death{n.ID, n.URL, n.LeaseUntil})
 	}
 	return out
 }
@@ -42,6 +43,13 @@ func (r *Registry) deathsLocked(now time.Time) []death {
 // next heartbeat.
 func (r *Registry) reap(ctx context.Context, deaths []death) {
 	for _, d := range deaths {
+		if r.cfg.Answers != nil && r.cfg.Answers(ctx, d.url) {
+			// Its heartbeats are late (a loaded host, a slow database),
+			// but it runs: its sandboxes are not lost. Asked again at the
+			// next heartbeat.
+			r.cfg.Logger.Warn("node's lease ran out but it answers at its URL; not declaring it dead", "node", d.node, "url", d.url)
+			continue
+		}
 		if err := r.cfg.OnDead(ctx, d.node, d.since); err != nil {
 			r.cfg.Logger.Warn("could not record a dead node's sandboxes as lost; retrying", "node", d.node, "err", err)
 			continue

@@ -56,6 +56,11 @@ type Config struct {
 	// comes back for them), with when it ran out; an error has it told
 	// again at the next heartbeat (reap.go).
 	OnDead func(ctx context.Context, node string, since time.Time) error
+	// Answers, if set, is asked before OnDead whether the node still
+	// answers at its URL: one that does is not declared dead, whatever
+	// its lease says (heartbeats late on a loaded host or a slow
+	// database must not make its running sandboxes lost).
+	Answers func(ctx context.Context, url string) bool
 	// WhileDraining, if set, runs after each heartbeat that finds this
 	// node drained, in its own goroutine and never twice at once: the
 	// node moves its paused work off (the daemon hands it to others).

@@ -188,11 +188,20 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	srv, err := server.New(server.Config{Manager: mgr, Keys: st, Logger: o.Logger, Domain: o.Domain, Templates: builds, Metrics: met.handler(),
-		Egress: den, Secrets: vault, Identity: issuer, Nodes: nodes, NodeID: o.NodeID})
+		Egress: den, Secrets: vault, Identity: issuer, Nodes: nodes, NodeID: o.NodeID, ClusterKey: clusterKey(o, key)})
 	if err != nil {
 		return err
 	}
 	return serve(ctx, o, lns, srv.Handler(), mgr, nodes, key)
+}
+
+// clusterKey is the key a node sends the others (Server.ClusterKey): the
+// cluster's one API key, when the nodes share images; "" otherwise.
+func clusterKey(o Options, key string) string {
+	if o.Database == "" || o.ObjectStore == "" {
+		return ""
+	}
+	return key
 }
 
 // newManager builds the sandbox Manager with its event log, recovers what a

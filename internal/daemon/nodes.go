@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"time"
 
@@ -32,6 +33,7 @@ func startRegistry(ctx context.Context, o Options, st *store.Store, lns *listene
 			_, err := mgr.LoseNode(ctx, node, since)
 			return err
 		}
+		cfg.Answers = nodeAnswers
 	}
 	var reg *cluster.Registry
 	if st.Postgres() && o.ObjectStore != "" { // images shared: drain moves paused sandboxes off
@@ -148,3 +150,24 @@ func handOffPaused(mgr *sandbox.Manager, reg **cluster.Registry, log *slog.Logge
 		last = msg
 	}
 }
+
+// nodeAnswers reports whether a node answers HTTP at its URL within
+// nodeAnswerTimeout: any answer (even 401) means its daemon runs.
+func nodeAnswers(ctx context.Context, url string) bool {
+	ctx, cancel := context.WithTimeout(ctx, nodeAnswerTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/health", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return true
+}
+
+// nodeAnswerTimeout bounds nodeAnswers: a killed node refuses at once, a
+// host that is gone does not answer at all.
+const nodeAnswerTimeout = 5 * time.Second

@@ -45,7 +45,10 @@ func newRuntime(ctx context.Context, o Options, den *egress.Denials) (runtime.Ru
 		Logger:       o.Logger,
 		Standby:      o.Standby,
 		EagerRestore: o.EagerRestore,
-		AppHugePages: o.AppHugePages,
+		// Nodes sharing images restore what others wrote, from their own
+		// image caches' paths.
+		PortableImages: o.Database != "" && o.ObjectStore != "",
+		AppHugePages:   o.AppHugePages,
 		// Its own cgroup parent, like its own networks: a test or bench
 		// counting one daemon's cgroups must not see another's.
 		CgroupParent: CgroupParent(o.NetworkIndex),

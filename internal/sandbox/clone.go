@@ -45,12 +45,16 @@ func (m *Manager) Clone(ctx context.Context, id string, o CloneOptions) (_ *Clon
 	if o.Count < 1 || o.Count > m.cfg.MaxClones {
 		return nil, fmt.Errorf("count must be between 1 and %d: %w", m.cfg.MaxClones, errdefs.ErrInvalidArgument)
 	}
-	if err := m.admit(o.Count); err != nil {
-		return nil, err // all of them or none, before the snapshot
-	}
 	src, err := m.Get(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	if m.copies.Load() == nil || !m.cfg.SharedImages {
+		// All of them here or none, before the snapshot; spread over
+		// nodes, each copy is admitted where it lands.
+		if err := m.admit(o.Count); err != nil {
+			return nil, err
+		}
 	}
 	ttl, err := m.cloneTTL(src, o.Timeout)
 	if err != nil {
@@ -118,6 +122,7 @@ func (m *Manager) restoreCopies(ctx context.Context, src store.Sandbox, snap *st
 	if par <= 0 || par > m.cfg.CloneConcurrency {
 		par = m.cfg.CloneConcurrency
 	}
+	placer := m.copyPlacer(&src)
 	sem := make(chan struct{}, par)
 	var wg sync.WaitGroup
 	for i := range count {
@@ -126,7 +131,11 @@ func (m *Manager) restoreCopies(ctx context.Context, src store.Sandbox, snap *st
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			res.Sandboxes[i], res.Errors[i] = m.restoreCopy(ctx, src, snap, ttl)
+			if placer != nil {
+				res.Sandboxes[i], res.Errors[i] = m.startCopyOn(ctx, placer, src, snap, ttl)
+			} else {
+				res.Sandboxes[i], res.Errors[i] = m.restoreCopy(ctx, src, snap, ttl)
+			}
 		}()
 	}
 	wg.Wait()
@@ -161,7 +170,7 @@ func (m *Manager) restoreCopy(ctx context.Context, src store.Sandbox, snap *stor
 func (m *Manager) killAll(ctx context.Context, sbs []*Sandbox) {
 	for _, sb := range sbs {
 		if sb != nil {
-			if err := m.Kill(ctx, sb.ID); err != nil && !errdefs.IsNotFound(err) {
+			if err := m.killCopy(ctx, sb); err != nil && !errdefs.IsNotFound(err) {
 				m.log.Error("undo clone", "sandbox", sb.ID, "err", err)
 			}
 		}

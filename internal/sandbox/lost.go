@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/store"
 )
 
@@ -16,7 +17,8 @@ const KillReasonNodeLost = "node lost"
 // LoseNode records what dead node ran as lost, so no node lists it as
 // running any more: its running sandboxes (and those it was creating,
 // pausing or killing) become killed with KillReasonNodeLost, and one it
-// was resuming or snapshotting from a pause image goes back to paused. Its
+// was resuming or snapshotting from a pause image goes back to paused, as
+// does one it was pausing whose image reached the shared store. Its
 // paused sandboxes stay paused. since is when the node's lease ran out.
 // It returns how many records it changed; every node may call it for the
 // same death (the writes are the same).
@@ -35,7 +37,7 @@ func (m *Manager) LoseNode(ctx context.Context, node string, since time.Time) (i
 			continue
 		}
 		was := rec.State
-		if (State(was) == StateResuming || State(was) == StateSnapshotting) && rec.ImageDir != "" {
+		if (State(was) == StateResuming || State(was) == StateSnapshotting) && rec.ImageDir != "" || m.pausedBeforeDeath(ctx, rec) {
 			rec.State = string(StatePaused)
 		} else {
 			rec.State, rec.KillReason, rec.KilledAt = string(StateKilled), KillReasonNodeLost, m.now()
@@ -49,4 +51,11 @@ func (m *Manager) LoseNode(ctx context.Context, node string, since time.Time) (i
 		m.log.Warn("sandbox lost with its node", "sandbox", rec.ID, "node", node, "was", was, "now", rec.State)
 	}
 	return n, errors.Join(errs...)
+}
+
+// pausedBeforeDeath reports whether rec, which its node was pausing when
+// it died, has its pause image committed in the shared image store: the
+// pause did its work, only its record was not written.
+func (m *Manager) pausedBeforeDeath(ctx context.Context, rec *store.Sandbox) bool {
+	return m.cfg.SharedImages && State(rec.State) == StatePausing && images.Exists(ctx, m.img, images.Pause(rec.ID))
 }

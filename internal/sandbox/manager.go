@@ -184,6 +184,8 @@ type Manager struct {
 
 	// nodes is the cluster's directory of nodes (owner.go); nil: one node.
 	nodes atomic.Pointer[NodeDirectory]
+	// copies spreads clones' copies over the nodes (copies.go); nil: here.
+	copies atomic.Pointer[CopyPlacer]
 }
 
 // records is what the Manager needs of the store (a *store.Store); tests

@@ -75,6 +75,7 @@ func (m *Manager) copyRecord(src store.Sandbox, snap *store.Template, ttl time.D
 	now := m.now()
 	rec := src
 	rec.ID = newID()
+	rec.ClientID = m.cfg.ClientID // the source may run on another node
 	rec.TemplateID = snap.ID
 	rec.Metadata, rec.EnvVars = cloneMap(src.Metadata), cloneMap(src.EnvVars)
 	rec.AutoPause = false

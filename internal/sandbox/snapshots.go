@@ -75,8 +75,24 @@ func (m *Manager) snapshotRefs(t *store.Template) []snapshotRef {
 	return refs
 }
 
-// inUse reports whether snapshot t has a live reference.
-func (m *Manager) inUse(t *store.Template) bool { return len(m.snapshotRefs(t)) > 0 }
+// inUse reports whether snapshot t has a live reference. In a cluster the
+// references may be other nodes' sandboxes (a clone's copies placed there,
+// a create from the snapshot): the shared records are asked too, so no
+// node collects a snapshot another node's sandbox started from.
+func (m *Manager) inUse(t *store.Template) bool {
+	if len(m.snapshotRefs(t)) > 0 {
+		return true
+	}
+	if m.nodes.Load() == nil {
+		return false
+	}
+	ctx := context.Background()
+	if src, err := m.st.GetSandbox(ctx, t.SourceSandboxID); err == nil && State(src.State).Live() {
+		return true
+	}
+	started, _, err := m.st.ListSandboxes(ctx, store.SandboxFilter{States: liveStates(), Templates: []string{t.ID}, Limit: 1})
+	return err != nil || len(started) > 0 // unreadable records: in use, to be safe
+}
 
 // collectSnapshot removes a temporary snapshot once nothing uses it.
 func (m *Manager) collectSnapshot(ctx context.Context, id string) {

@@ -20,8 +20,8 @@ type forkResultJSON struct {
 // a non-201 (400 bad count, 404 unknown, 409 busy) means no fork was
 // attempted.
 func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
-	if !s.acceptsNew(w, r) {
-		return
+	if !s.mgr.SpreadsCopies(r.Context(), r.PathValue("id")) && !s.acceptsNew(w, r) {
+		return // copies that start elsewhere may be made on a drained node
 	}
 	var body forkBody
 	if err := decodeBody(w, r, &body, true); err != nil {
@@ -70,8 +70,8 @@ type cloneJSON struct {
 // first failure's status. Not strict: the clones that started are returned;
 // if none did, the call fails likewise.
 func (s *Server) clone(w http.ResponseWriter, r *http.Request) {
-	if !s.acceptsNew(w, r) {
-		return
+	if !s.mgr.SpreadsCopies(r.Context(), r.PathValue("id")) && !s.acceptsNew(w, r) {
+		return // copies that start elsewhere may be made on a drained node
 	}
 	var body cloneBody
 	if err := decodeBody(w, r, &body, true); err != nil {

@@ -54,6 +54,11 @@ func (s *Server) nodeRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /nodes/{id}", s.getNode)
 	mux.HandleFunc("POST /nodes/{id}/drain", func(w http.ResponseWriter, r *http.Request) { s.setDraining(w, r, true) })
 	mux.HandleFunc("POST /nodes/{id}/undrain", func(w http.ResponseWriter, r *http.Request) { s.setDraining(w, r, false) })
+	mux.HandleFunc("POST /cluster/copies", func(w http.ResponseWriter, r *http.Request) {
+		if s.nodesOr501(w, r) {
+			s.startCopy(w, r)
+		}
+	})
 }
 
 func (s *Server) nodesOr501(w http.ResponseWriter, r *http.Request) bool {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/h2c"
@@ -75,6 +76,10 @@ type Config struct {
 	// NodeID names this node in the header of the requests it forwards
 	// to the node that runs their sandbox (forward.go).
 	NodeID string
+	// ClusterKey is the API key this node sends to the others (the
+	// cluster's one key) when it starts a clone's copies there
+	// (copies.go); empty: copies start on the source's node.
+	ClusterKey string
 }
 
 // Server serves the control API and the data plane on one handler.
@@ -106,6 +111,10 @@ func New(cfg Config) (*Server, error) {
 	s.proxy = newDataPlane(s)
 	front := s.logRequests(s.recoverPanics(http.HandlerFunc(s.route)))
 	s.handler = h2c.NewHandler(front, &http2.Server{})
+	if cfg.Nodes != nil && cfg.ClusterKey != "" {
+		// A copy's start may fetch the snapshot's image first.
+		cfg.Manager.SetCopyPlacer(copyPlacer{s: s, client: &http.Client{Timeout: 5 * time.Minute}})
+	}
 	return s, nil
 }
 

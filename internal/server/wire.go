@@ -62,6 +62,11 @@ type detailJSON struct {
 	// for a sandbox that died on its own.
 	KillReason string `json:"killReason,omitempty"`
 	KilledAt   string `json:"killedAt,omitempty"`
+	// Operation is forkbox's: what the sandbox is busy with (creating,
+	// pausing, resuming, snapshotting, killing) while state shows where
+	// it is going; absent when idle. A pause answers at once, so a client
+	// that must know it finished waits for this to go.
+	Operation string `json:"operation,omitempty"`
 }
 
 // metricJSON is the SandboxMetric schema.
@@ -146,6 +151,11 @@ func (s *Server) toDetail(sb *sandbox.Sandbox) detailJSON {
 	}
 	if sb.KillReason != "" {
 		out.KillReason, out.KilledAt = sb.KillReason, wireTime(sb.KilledAt)
+	}
+	switch sb.State {
+	case sandbox.StateRunning, sandbox.StatePaused, sandbox.StateKilled:
+	default:
+		out.Operation = string(sb.State)
 	}
 	return out
 }

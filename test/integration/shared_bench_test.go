@@ -35,8 +35,10 @@ func BenchmarkRemoteResume(b *testing.B) {
 	url := pgtest.Start(b).NewDatabase(b)
 	srv := s3test.Start(b)
 	start := func(node string, index int) *daemontest.Daemon {
-		args := append([]string{"--database", url, "--node-id", node, "--object-store", srv.URL("cluster"),
-			"--image-cache-size", "8GiB"}, nodeArgs...)
+		// The daemon's defaults but the heartbeat (nodeArgs turn the
+		// standby runsc processes off, which resumes wait for).
+		args := []string{"--database", url, "--node-id", node, "--object-store", srv.URL("cluster"),
+			"--image-cache-size", "8GiB", "--node-heartbeat", "200ms", "--node-lease", "2s"}
 		if index > 0 {
 			args = append(args, "--network-index", strconv.Itoa(index))
 		}
@@ -109,12 +111,20 @@ func (r *resumeBench) shell(conn *client.SandboxConn, cmd string) {
 	}
 }
 
+// owner is the node id runs on, read from a listing: a GET of the sandbox
+// would make a new owner fetch its image, outside the timed resume.
 func (r *resumeBench) owner(id string) string {
-	info, err := r.cl["node-a"].GetSandbox(r.ctx, id)
+	list, _, err := r.cl["node-a"].ListSandboxes(r.ctx, client.ListOptions{State: []string{client.StateRunning, client.StatePaused}})
 	if err != nil {
 		r.b.Fatal(err)
 	}
-	return info.ClientID
+	for _, sb := range list {
+		if sb.SandboxID == id {
+			return sb.ClientID
+		}
+	}
+	r.b.Fatalf("sandbox %s not listed", id)
+	return ""
 }
 
 // pause pauses id on owner and waits until it is paused.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -15,17 +16,17 @@ import (
 	"github.com/forkbox/forkbox/internal/store/pgtest"
 )
 
-// startShared starts node on the PostgreSQL database url with its images
+// startShared starts node (env added to its environment) on the PostgreSQL database url with its images
 // in srv's bucket under the cluster's one prefix; index > 0 gives it its
 // own network.
-func startShared(t *testing.T, url string, srv *s3test.Server, node string, index int) *daemontest.Daemon {
+func startShared(t *testing.T, url string, srv *s3test.Server, node string, index int, env ...string) *daemontest.Daemon {
 	args := append([]string{"--database", url, "--node-id", node, "--object-store", srv.URL("cluster"),
 		"--image-cache-size", "4GiB"}, nodeArgs...)
 	if index > 0 {
 		args = append(args, "--network-index", fmt.Sprint(index))
 		t.Cleanup(func() { exec.Command("nft", "delete", "table", "inet", fmt.Sprintf("forkbox%d", index)).Run() })
 	}
-	return daemontest.Start(t, daemontest.Options{ExtraArgs: args, Env: srv.Env()})
+	return daemontest.Start(t, daemontest.Options{ExtraArgs: args, Env: append(srv.Env(), env...)})
 }
 
 // startTrio starts node-a, node-b and node-c at once on one PostgreSQL
@@ -200,4 +201,93 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestClusterClone: a clone on one node of a cluster sharing its images
+// starts its copies on the nodes placement picks, each with the source's
+// files and memory. strict is all-or-nothing across nodes: a copy that
+// fails on node b (an injected restore fault) takes the copies already
+// started with it, on both nodes. A drained node may clone: its copies
+// start elsewhere.
+func TestClusterClone(t *testing.T) {
+	ctx := daemontest.Context(t)
+	url := pgtest.Start(t).NewDatabase(t)
+	srv := s3test.Start(t)
+	var a, b *daemontest.Daemon
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); a = startShared(t, url, srv, "node-a", 0) }()
+	go func() {
+		defer wg.Done()
+		b = startShared(t, url, srv, "node-b", secondIndex(), "FORKBOX_FAULTS=restore=2")
+	}()
+	wg.Wait()
+	if a == nil || b == nil {
+		t.Fatal("a daemon did not start")
+	}
+	ca, cb := client.New(a.URL, a.APIKey), client.New(b.URL, a.APIKey)
+	if _, err := ca.DrainNode(ctx, "node-b"); err != nil {
+		t.Fatal(err)
+	}
+	src := create(t, ctx, cb, client.CreateOptions{}) // placed on a
+	if info, err := cb.GetSandbox(ctx, src.SandboxID); err != nil || info.ClientID != "node-a" {
+		t.Fatalf("source: %+v %v, want it on node-a", info, err)
+	}
+	conn := cb.Conn(src.SandboxID, src.EnvdAccessToken)
+	sh(t, ctx, conn, "echo src > /tmp/f; nohup sleep 1005 >/dev/null 2>&1 &")
+	if _, err := cb.UndrainNode(ctx, "node-b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ca.DrainNode(ctx, "node-a"); err != nil {
+		t.Fatal(err)
+	}
+	// Node a drained: all three copies go to b, whose second restore fails.
+	if _, err := cb.Clone(ctx, src.SandboxID, client.CloneOptions{Count: 3, Strict: true}); err == nil {
+		t.Fatal("strict clone with a failing copy on node b succeeded")
+	}
+	running := func() []string {
+		list, _, err := ca.ListSandboxes(ctx, client.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, sb := range list {
+			ids = append(ids, sb.SandboxID+"@"+sb.ClientID)
+		}
+		return ids
+	}
+	if ids := running(); len(ids) != 1 {
+		t.Errorf("after the failed strict clone: listed %v, want only the source", ids)
+	}
+	made := regexp.MustCompile(`sandbox created as a clone" sandbox=(\w+)`).FindAllStringSubmatch(b.Log(), -1)
+	if len(made) == 0 {
+		t.Error("node b started no copy of the strict clone")
+	}
+	for _, m := range made {
+		if !strings.Contains(b.Log(), `msg="sandbox killed" sandbox=`+m[1]) {
+			t.Errorf("copy %s that node b started for the failed strict clone was not killed", m[1])
+		}
+	}
+	if _, err := ca.UndrainNode(ctx, "node-a"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cb.Clone(ctx, src.SandboxID, client.CloneOptions{Count: 4, Strict: true})
+	if err != nil {
+		t.Fatalf("strict clone ×4 over two nodes: %v", err)
+	}
+	nodes := map[string]int{}
+	for _, sb := range res.Sandboxes {
+		info, err := ca.GetSandbox(ctx, sb.SandboxID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[info.ClientID]++
+		c := ca.Conn(sb.SandboxID, sb.EnvdAccessToken)
+		if got := sh(t, ctx, c, "cat /tmp/f; pgrep -f 'sleep 1005' >/dev/null && echo sleeping"); got != "src\nsleeping" {
+			t.Errorf("copy %s on %s: %q, want the source's file and process", sb.SandboxID, info.ClientID, got)
+		}
+	}
+	if len(res.Sandboxes) != 4 || nodes["node-a"] == 0 || nodes["node-b"] == 0 {
+		t.Errorf("copies per node: %v (%d copies), want four over both nodes", nodes, len(res.Sandboxes))
+	}
 }

@@ -66,6 +66,13 @@ type Config struct {
 	// clones of a big sandbox hold N copies of its memory and a resume waits
 	// for the copy. A runsc without the flag restores eagerly anyway.
 	EagerRestore bool
+	// PortableImages lets an image restore where the paths of its root
+	// filesystem differ from where it was written (another node's image
+	// cache: a cluster sharing its images): runsc's check that the
+	// restore's spec annotations match the checkpoint's, which include the
+	// rootfs's host path, only warns (--restore-spec-validation=warning,
+	// on every runsc command, so standby containers take such restores).
+	PortableImages bool
 }
 
 // Runtime is the gVisor backend. It is safe for concurrent use on

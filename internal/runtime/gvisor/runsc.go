@@ -62,6 +62,9 @@ func (r *Runtime) globalArgs() []string {
 	if r.onDemand {
 		args = append(args, onDemandFlag)
 	}
+	if r.cfg.PortableImages {
+		args = append(args, "--restore-spec-validation=warning")
+	}
 	if r.cfg.PanicSignal != 0 {
 		args = append(args, fmt.Sprintf("--panic-signal=%d", r.cfg.PanicSignal))
 	}
