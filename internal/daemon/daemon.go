@@ -182,7 +182,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	met.watch(mgr, rt)
+	met.watch(mgr, rt, imgs.object)
 	nodes, err := startRegistry(ctx, o, st, lns, mgr, met)
 	if err != nil {
 		return err

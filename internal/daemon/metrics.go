@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/sandbox"
 )
 
@@ -86,9 +87,11 @@ func (m *metrics) Observe(op sandbox.Operation, d time.Duration, err error) {
 	m.latency.WithLabelValues(string(op), outcome).Observe(d.Seconds())
 }
 
-// watch points the scrape-time counts at the Manager and, if the runtime
-// keeps standby containers (gVisor's), at their fill.
-func (m *metrics) watch(mgr *sandbox.Manager, rt any) {
+// watch points the scrape-time counts at the Manager, if the runtime
+// keeps standby containers (gVisor's) at their fill, and if images are in
+// an object store at its traffic and cache.
+func (m *metrics) watch(mgr *sandbox.Manager, rt any, obj *images.ObjectStore) {
+	m.watchObjectStore(obj)
 	m.collector.mgr = mgr
 	if s, ok := rt.(interface{ StandbyFill() (int, int) }); ok {
 		m.collector.standby = s.StandbyFill

@@ -124,11 +124,16 @@ func (s *objectStore) openTree(ctx context.Context, what, key string) (string, e
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", what, err)
 	}
-	dir, _, err := s.cache.get(ctx, digestOf(data), func(tmp string) error {
+	dir, hit, err := s.cache.get(ctx, digestOf(data), func(tmp string) error {
 		return s.downloadTree(ctx, what, tmp, m)
 	})
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", what, err)
+	}
+	if hit {
+		s.stats.CacheHits.Add(1)
+	} else {
+		s.stats.CacheMisses.Add(1)
 	}
 	return dir, nil
 }

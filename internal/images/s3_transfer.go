@@ -34,6 +34,14 @@ const (
 type TransferStats struct {
 	Uploaded, Skipped, Downloaded atomic.Int64 // blobs
 	UpBytes, DownBytes            atomic.Int64
+	// Uploads and Downloads count whole images (every blob of one), and
+	// UpNanos and DownNanos add up how long they took: their mean
+	// latency is the ratio.
+	Uploads, Downloads atomic.Int64
+	UpNanos, DownNanos atomic.Int64
+	// CacheHits and CacheMisses count the opens of an image that found
+	// it in the local cache and those that downloaded it.
+	CacheHits, CacheMisses atomic.Int64
 }
 
 // progress logs a long transfer's bytes and rate every few seconds.
@@ -105,7 +113,11 @@ func (s *objectStore) uploadBlobs(ctx context.Context, what, dir string, m *mani
 		}
 	}
 	p := s.b.track("uploading", what, m.size())
-	defer func() { s.b.end(p, "upload", what, err) }()
+	defer func() {
+		s.b.end(p, "upload", what, err)
+		s.stats.Uploads.Add(1)
+		s.stats.UpNanos.Add(int64(time.Since(p.start)))
+	}()
 	found = map[string]time.Time{}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
@@ -187,7 +199,11 @@ func (s *objectStore) downloadTree(ctx context.Context, what, dir string, m *man
 		return err
 	}
 	p := s.b.track("downloading", what, m.size())
-	defer func() { s.b.end(p, "download", what, err) }()
+	defer func() {
+		s.b.end(p, "download", what, err)
+		s.stats.Downloads.Add(1)
+		s.stats.DownNanos.Add(int64(time.Since(p.start)))
+	}()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(transfers)
 	for _, f := range m.Files {

@@ -103,6 +103,15 @@ func TestObjectStoreImages(t *testing.T) {
 	if cacheEntries(d) <= before {
 		t.Errorf("the resume did not download the image into the cache (%d entries before, %d after)", before, cacheEntries(d))
 	}
+	// The restarted node's metrics count that download and the cache's
+	// lookups.
+	_, text := scrape(t, ctx, d.URL, d.APIKey)
+	for _, series := range []string{`forkbox_image_cache_lookups_total{result="miss"}`, `forkbox_object_store_images_total{direction="down"}`,
+		`forkbox_object_store_bytes_total{direction="down"}`, `forkbox_object_store_transfer_seconds_total{direction="down"}`, `forkbox_image_cache_images`} {
+		if v := metric(text, series); v <= 0 {
+			t.Errorf("%s = %v after a resume that downloaded its image, want > 0", series, v)
+		}
+	}
 	checkContinues(t, ctx, conn, tok, n)
 	if got := readFile(t, ctx, conn, "/tmp/on-s3"); got != "kept" {
 		t.Errorf("file after resume from S3: %q", got)
