@@ -41,7 +41,13 @@ func (r *Registry) Place(ctx context.Context) (Placement, error) {
 	}
 	var cands []Node
 	for _, n := range nodes {
-		if stateAt(&n.Node, now) == StateAlive && n.FreeMemoryMiB >= minFreeMemoryMiB {
+		st := stateAt(&n.Node, now)
+		if n.ID == r.cfg.NodeID && st == StateDead && !n.Draining {
+			// This node runs this code: a lease that looks run out is a
+			// late heartbeat (a loaded host), not a death.
+			st = StateAlive
+		}
+		if st == StateAlive && n.FreeMemoryMiB >= minFreeMemoryMiB {
 			n.Running += r.pendingLocked(n.ID, n.HeartbeatAt)
 			cands = append(cands, n)
 		}

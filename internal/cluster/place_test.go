@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,5 +68,37 @@ func TestPlace(t *testing.T) {
 	}
 	if p, err := a.Place(ctx); !errors.Is(err, errdefs.ErrUnavailable) {
 		t.Errorf("every node draining or dead: %+v, %v; want ErrUnavailable", p, err)
+	}
+}
+
+// TestPlaceSelfWithLateHeartbeat: the node placing is alive whatever its
+// own lease says (its heartbeat is only late on a loaded host): it still
+// takes the sandbox when no other node does.
+func TestPlaceSelfWithLateHeartbeat(t *testing.T) {
+	st := newFakeStore()
+	var mu sync.Mutex
+	now := time.Now()
+	a, err := New(Config{Store: st, NodeID: "node-a", URL: "http://node-a",
+		Probe: func() store.Report { return store.Report{Capacity: 10, FreeMemoryMiB: 1000} },
+		Now: func() time.Time {
+			mu.Lock()
+			defer mu.Unlock()
+			return now
+		}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	now = now.Add(time.Minute) // no heartbeat for a minute: the lease ran out
+	mu.Unlock()
+	if n, err := a.Get(context.Background(), "node-a"); err != nil || n.State != StateDead {
+		t.Fatalf("node-a after a minute without heartbeats: %+v %v, want shown dead", n, err)
+	}
+	p, err := a.Place(context.Background())
+	if err != nil || !p.Self {
+		t.Errorf("placement with this node's own lease run out: %+v, %v; want this node", p, err)
 	}
 }

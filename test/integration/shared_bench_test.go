@@ -166,3 +166,72 @@ func rates(logs map[string]*daemontest.Daemon, op, id string) []float64 {
 	slices.Sort(out)
 	return out
 }
+
+// BenchmarkClusterClone measures a strict clone ×30 of a running base
+// sandbox on node a with the copies all on node a (nodes b and c drained)
+// against spread over three nodes sharing one bucket. All three run on
+// this one host, so spreading cannot add CPUs here: the figure is what
+// spreading costs (node-to-node requests, the snapshot downloaded by b
+// and c), not what it gains on three machines.
+//
+//	go test -run '^$' -bench ClusterClone -benchtime 2x ./test/integration/
+func BenchmarkClusterClone(b *testing.B) {
+	ctx := daemontest.Context(b)
+	url := pgtest.Start(b).NewDatabase(b)
+	srv := s3test.Start(b)
+	start := func(node string, index int) *daemontest.Daemon {
+		args := []string{"--database", url, "--node-id", node, "--object-store", srv.URL("cluster"),
+			"--image-cache-size", "8GiB", "--node-heartbeat", "200ms", "--node-lease", "2s"}
+		if index > 0 {
+			args = append(args, "--network-index", strconv.Itoa(index))
+		}
+		return daemontest.Start(b, daemontest.Options{ExtraArgs: args, Env: srv.Env()})
+	}
+	na := start("node-a", 0)
+	start("node-b", secondIndex())
+	start("node-c", 41+(secondIndex()-41+5)%10)
+	ca := client.New(na.URL, na.APIKey)
+	if _, err := ca.DrainNode(ctx, "node-b"); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := ca.DrainNode(ctx, "node-c"); err != nil {
+		b.Fatal(err)
+	}
+	src, err := ca.CreateSandbox(ctx, client.CreateOptions{TemplateID: "base", Timeout: 30 * time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, spread := range []bool{false, true} {
+		name := "one-node"
+		if spread {
+			name = "three-nodes"
+			for _, n := range []string{"node-b", "node-c"} {
+				if _, err := ca.UndrainNode(ctx, n); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.Run(name, func(b *testing.B) {
+			var took []float64
+			for range b.N {
+				t0 := time.Now()
+				res, err := ca.Clone(ctx, src.SandboxID, client.CloneOptions{Count: 30, Strict: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				took = append(took, time.Since(t0).Seconds())
+				nodes := map[string]bool{}
+				for _, sb := range res.Sandboxes {
+					if info, err := ca.GetSandbox(ctx, sb.SandboxID); err == nil {
+						nodes[info.ClientID] = true
+					}
+					ca.KillSandbox(ctx, sb.SandboxID)
+				}
+				b.Logf("clone ×30 in %.2f s over %d node(s)", took[len(took)-1], len(nodes))
+			}
+			slices.Sort(took)
+			b.ReportMetric(took[len(took)/2], "s-median")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
