@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
@@ -41,6 +42,7 @@ func BenchmarkRemoteResume(b *testing.B) {
 			"--image-cache-size", "8GiB", "--node-heartbeat", "200ms", "--node-lease", "2s"}
 		if index > 0 {
 			args = append(args, "--network-index", strconv.Itoa(index))
+			b.Cleanup(func() { exec.Command("nft", "delete", "table", "inet", "forkbox"+strconv.Itoa(index)).Run() })
 		}
 		return daemontest.Start(b, daemontest.Options{ExtraArgs: args, Env: srv.Env()})
 	}
@@ -184,6 +186,7 @@ func BenchmarkClusterClone(b *testing.B) {
 			"--image-cache-size", "8GiB", "--node-heartbeat", "200ms", "--node-lease", "2s"}
 		if index > 0 {
 			args = append(args, "--network-index", strconv.Itoa(index))
+			b.Cleanup(func() { exec.Command("nft", "delete", "table", "inet", "forkbox"+strconv.Itoa(index)).Run() })
 		}
 		return daemontest.Start(b, daemontest.Options{ExtraArgs: args, Env: srv.Env()})
 	}
