@@ -49,7 +49,7 @@ func (m *Manager) Clone(ctx context.Context, id string, o CloneOptions) (_ *Clon
 	if err != nil {
 		return nil, err
 	}
-	if m.copies.Load() == nil || !m.cfg.SharedImages {
+	if !m.SpreadsCopies(ctx, id) {
 		// All of them here or none, before the snapshot; spread over
 		// nodes, each copy is admitted where it lands.
 		if err := m.admit(o.Count); err != nil {

@@ -43,9 +43,6 @@ func (m *Manager) copyPlacer(src *store.Sandbox) CopyPlacer {
 // the nodes placement picks (a drained node may then clone: its copies
 // go elsewhere).
 func (m *Manager) SpreadsCopies(ctx context.Context, id string) bool {
-	if m.copies.Load() == nil || !m.cfg.SharedImages {
-		return false
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.boxes[id]

@@ -36,17 +36,8 @@ func (m *Manager) OwnerURL(ctx context.Context, id string) (string, error) {
 	// Twice at most: a takeover lost to another node is followed by a
 	// second look, which forwards to the winner.
 	for range 2 {
-		m.mu.Lock()
-		_, local := m.boxes[id]
-		m.mu.Unlock()
-		if local {
-			return "", nil
-		}
-		rec, err := m.st.GetSandbox(ctx, id)
-		if errdefs.IsNotFound(err) {
-			return "", nil
-		}
-		if err != nil {
+		rec, err := m.unloaded(ctx, id)
+		if rec == nil || err != nil {
 			return "", err
 		}
 		url, err := m.ownerOf(ctx, *nodes, rec)
@@ -57,15 +48,30 @@ func (m *Manager) OwnerURL(ctx context.Context, id string) (string, error) {
 	return "", fmt.Errorf("sandbox %s is changing nodes; try again: %w", id, errdefs.ErrConflict)
 }
 
+// unloaded returns sandbox id's record when this node does not have the
+// sandbox loaded; nil when it does, or when no record has the id.
+func (m *Manager) unloaded(ctx context.Context, id string) (*store.Sandbox, error) {
+	m.mu.Lock()
+	_, local := m.boxes[id]
+	m.mu.Unlock()
+	if local {
+		return nil, nil
+	}
+	rec, err := m.st.GetSandbox(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return nil, nil
+	}
+	return rec, err
+}
+
 // ownerOf is OwnerURL for sandbox rec, not loaded here: a paused one this
 // node was handed is loaded, one of a dead node taken over (shared images
 // only); ErrConflict means a takeover lost a race, to look again.
 func (m *Manager) ownerOf(ctx context.Context, nodes NodeDirectory, rec *store.Sandbox) (string, error) {
-	paused := State(rec.State) == StatePaused && m.cfg.SharedImages
-	if m.owns(rec.ClientID) || !State(rec.State).Live() {
-		if paused && m.owns(rec.ClientID) {
-			return "", m.loadPaused(ctx, rec)
-		}
+	if m.owns(rec.ClientID) {
+		return "", m.loadHandedOver(ctx, rec)
+	}
+	if !State(rec.State).Live() {
 		return "", nil
 	}
 	url, alive, err := nodes.NodeURL(ctx, rec.ClientID)
@@ -74,7 +80,7 @@ func (m *Manager) ownerOf(ctx context.Context, nodes NodeDirectory, rec *store.S
 		return "", err
 	case alive:
 		return url, nil
-	case paused:
+	case State(rec.State) == StatePaused && m.cfg.SharedImages:
 		return "", m.takeOver(ctx, rec)
 	case errdefs.IsNotFound(err):
 		return "", fmt.Errorf("sandbox %s belongs to node %s, which is not registered: %w", rec.ID, rec.ClientID, errdefs.ErrUnavailable)

@@ -73,26 +73,21 @@ func (m *Manager) loadPaused(ctx context.Context, rec *store.Sandbox) error {
 // paused but this node does not know it yet (handed or taken over just
 // now): a request another node forwarded here as to the owner.
 func (m *Manager) LoadOwned(ctx context.Context, id string) error {
-	if !m.cfg.SharedImages {
-		return nil
-	}
-	m.mu.Lock()
-	_, local := m.boxes[id]
-	m.mu.Unlock()
-	if local {
-		return nil
-	}
-	rec, err := m.st.GetSandbox(ctx, id)
-	if errdefs.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	rec, err := m.unloaded(ctx, id)
+	if rec == nil || err != nil || !m.owns(rec.ClientID) {
 		return err
 	}
-	if m.owns(rec.ClientID) && State(rec.State) == StatePaused {
-		return m.loadPaused(ctx, rec)
+	return m.loadHandedOver(ctx, rec)
+}
+
+// loadHandedOver loads rec, a record of this node's that it does not have
+// loaded, when it is a paused sandbox of shared images (handed or taken
+// over); any other such record is nothing to load.
+func (m *Manager) loadHandedOver(ctx context.Context, rec *store.Sandbox) error {
+	if !m.cfg.SharedImages || State(rec.State) != StatePaused {
+		return nil
 	}
-	return nil
+	return m.loadPaused(ctx, rec)
 }
 
 // HandOffPaused gives this node's idle paused sandboxes to other nodes,

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
@@ -15,6 +14,10 @@ import (
 	"github.com/forkbox/forkbox/internal/images/s3test"
 	"github.com/forkbox/forkbox/internal/store/pgtest"
 )
+
+// benchNodeArgs are the daemon's defaults but the heartbeat (nodeArgs
+// turn the standby runsc processes off, which resumes and clones wait for).
+var benchNodeArgs = []string{"--node-heartbeat", "200ms", "--node-lease", "2s"}
 
 // hogScript holds 256 MiB of touched memory in a python process.
 const hogScript = `nohup python3 -c '
@@ -36,15 +39,7 @@ func BenchmarkRemoteResume(b *testing.B) {
 	url := pgtest.Start(b).NewDatabase(b)
 	srv := s3test.Start(b)
 	start := func(node string, index int) *daemontest.Daemon {
-		// The daemon's defaults but the heartbeat (nodeArgs turn the
-		// standby runsc processes off, which resumes wait for).
-		args := []string{"--database", url, "--node-id", node, "--object-store", srv.URL("cluster"),
-			"--image-cache-size", "8GiB", "--node-heartbeat", "200ms", "--node-lease", "2s"}
-		if index > 0 {
-			args = append(args, "--network-index", strconv.Itoa(index))
-			b.Cleanup(func() { exec.Command("nft", "delete", "table", "inet", "forkbox"+strconv.Itoa(index)).Run() })
-		}
-		return daemontest.Start(b, daemontest.Options{ExtraArgs: args, Env: srv.Env()})
+		return startClusterNode(b, url, srv, node, index, benchNodeArgs)
 	}
 	na, nb := start("node-a", 0), start("node-b", secondIndex())
 	cl := map[string]*client.Client{"node-a": client.New(na.URL, na.APIKey), "node-b": client.New(nb.URL, na.APIKey)}
@@ -182,13 +177,7 @@ func BenchmarkClusterClone(b *testing.B) {
 	url := pgtest.Start(b).NewDatabase(b)
 	srv := s3test.Start(b)
 	start := func(node string, index int) *daemontest.Daemon {
-		args := []string{"--database", url, "--node-id", node, "--object-store", srv.URL("cluster"),
-			"--image-cache-size", "8GiB", "--node-heartbeat", "200ms", "--node-lease", "2s"}
-		if index > 0 {
-			args = append(args, "--network-index", strconv.Itoa(index))
-			b.Cleanup(func() { exec.Command("nft", "delete", "table", "inet", "forkbox"+strconv.Itoa(index)).Run() })
-		}
-		return daemontest.Start(b, daemontest.Options{ExtraArgs: args, Env: srv.Env()})
+		return startClusterNode(b, url, srv, node, index, benchNodeArgs)
 	}
 	na := start("node-a", 0)
 	start("node-b", secondIndex())

@@ -16,12 +16,19 @@ import (
 	"github.com/forkbox/forkbox/internal/store/pgtest"
 )
 
-// startShared starts node (env added to its environment) on the PostgreSQL database url with its images
-// in srv's bucket under the cluster's one prefix; index > 0 gives it its
-// own network.
+// startShared starts node (env added to its environment) on the
+// PostgreSQL database url with its images in srv's bucket under the
+// cluster's one prefix, with the tests' node flags (nodeArgs); index > 0
+// gives it its own network.
 func startShared(t *testing.T, url string, srv *s3test.Server, node string, index int, env ...string) *daemontest.Daemon {
+	return startClusterNode(t, url, srv, node, index, nodeArgs, env...)
+}
+
+// startClusterNode is startShared with extra flags of the caller's
+// instead of nodeArgs.
+func startClusterNode(t testing.TB, url string, srv *s3test.Server, node string, index int, extra []string, env ...string) *daemontest.Daemon {
 	args := append([]string{"--database", url, "--node-id", node, "--object-store", srv.URL("cluster"),
-		"--image-cache-size", "4GiB"}, nodeArgs...)
+		"--image-cache-size", "8GiB"}, extra...)
 	if index > 0 {
 		args = append(args, "--network-index", fmt.Sprint(index))
 		t.Cleanup(func() { exec.Command("nft", "delete", "table", "inet", fmt.Sprintf("forkbox%d", index)).Run() })
