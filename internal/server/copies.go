@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -90,8 +89,9 @@ func (p copyPlacer) call(ctx context.Context, node, method, path string, body []
 	}
 	req.Header.Set("X-API-Key", p.s.cfg.ClusterKey)
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Add(forwardedHeader, p.s.cfg.NodeID)
-	req.Header.Add(forwardedHeader, p.s.cfg.NodeID) // answered there, never passed on
+	for range maxForwardHops { // answered there, never passed on
+		req.Header.Add(forwardedHeader, p.s.cfg.NodeID)
+	}
 	resp, err := p.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("node %s: %v: %w", node, err, errdefs.ErrUnavailable)
@@ -116,7 +116,7 @@ func classOfStatus(status int) error {
 			return c.class
 		}
 	}
-	return errors.Join(errdefs.ErrInternal)
+	return errdefs.ErrInternal
 }
 
 var _ sandbox.CopyPlacer = copyPlacer{}
