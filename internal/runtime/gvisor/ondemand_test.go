@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -177,4 +178,69 @@ func sentryPID(t *testing.T, cid string) string {
 	}
 	t.Fatalf("no runsc-sandbox process for %s", cid)
 	return ""
+}
+
+// A sandbox restored on demand idles like one restored eagerly: its sentry
+// is not woken over and over while nothing in it runs. (The page loader of
+// patches/gvisor/0001 once held a restore timeline for the sandbox's whole
+// life, and the restore's Timer.End slept 1ms in a loop waiting for it: a
+// thousand wake-ups a second in every restored sandbox.)
+func TestRestoreOnDemandIdles(t *testing.T) {
+	setup(t)
+	r, err := newGvisor()
+	if err != nil {
+		t.Fatalf("gvisor.New: %v", err)
+	}
+	if !r.RestoresOnDemand() {
+		t.Fatalf("runsc %s cannot restore on demand: build it with scripts/build-runsc.sh", env.runsc)
+	}
+	spec := testSpec(runtimetest.NewID(), false)
+	spec.Args = []string{"python3", "-c", shServer, "49983"}
+	spec.Resources = runtime.Resources{CPUCount: 1, MemoryMB: 256}
+	startSandbox(t, r, spec)
+	img := t.TempDir()
+	if err := r.Checkpoint(context.Background(), spec.ID, img, runtime.CheckpointOptions{LeaveRunning: true}); err != nil {
+		t.Fatalf("Checkpoint: %v", err)
+	}
+	clone := restoreClone(t, r, spec, img)
+	h, err := r.loadHandle(clone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := sentryPID(t, h.cid())
+	time.Sleep(2 * time.Second) // the restore's own work is over
+	const window = 3 * time.Second
+	before := contextSwitches(t, pid)
+	time.Sleep(window)
+	perSecond := float64(contextSwitches(t, pid)-before) / window.Seconds()
+	t.Logf("idle clone's sentry: %.0f context switches/s", perSecond)
+	// Idle, the sentry switches a few dozen times a second; the bug made
+	// it at least 1000.
+	if perSecond > 400 {
+		t.Errorf("an idle sandbox restored on demand: its sentry switched %.0f times/s, want ≤ 400", perSecond)
+	}
+}
+
+// contextSwitches sums the voluntary and involuntary context switches of
+// every thread of process pid.
+func contextSwitches(t *testing.T, pid string) int64 {
+	t.Helper()
+	tasks, err := filepath.Glob(filepath.Join("/proc", pid, "task", "*", "status"))
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("threads of %s: %v", pid, err)
+	}
+	var n int64
+	for _, p := range tasks {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // a thread that exited
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
+				c, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				n += c
+			}
+		}
+	}
+	return n
 }
