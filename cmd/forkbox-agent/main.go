@@ -54,13 +54,22 @@ func run(addr, level, codeAddr string, code codeinterp.Config, commandPool int) 
 	// the guard does, so a memory hog fails or dies instead of the whole
 	// sandbox. The code interpreter hears of it first, so a kernel that
 	// dies of it says why.
-	guard := oomguard.Options{Logger: log}
+	// The guard sleeps while nothing but the agent's own idle processes
+	// exist (agent.Quiet) and looks at once when the agent starts one.
+	wake := make(chan struct{}, 1)
+	started := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	guard := oomguard.Options{Logger: log, Wake: wake}
 	if codeAddr != "" {
 		envdURL := ""
 		if ta, ok := l.Addr().(*net.TCPAddr); ok {
 			envdURL = fmt.Sprintf("http://127.0.0.1:%d", ta.Port)
 		}
-		code.Logger, code.EnvdURL = log, envdURL
+		code.Logger, code.EnvdURL, code.Started = log, envdURL, started
 		s := codeinterp.New(code)
 		guard.Acting = func(a oomguard.Act) { s.NoteOutOfMemory(a.PGID) }
 		go serveCode(ctx, log, s, codeAddr)
@@ -68,8 +77,9 @@ func run(addr, level, codeAddr string, code codeinterp.Config, commandPool int) 
 	if err := agent.ReserveTasks(); err != nil {
 		log.Warn("task limit reserve", "err", err)
 	}
+	a := agent.New(agent.Config{Logger: log, CommandPool: commandPool, Started: started})
+	guard.Quiet = a.Quiet
 	go oomguard.Run(ctx, guard)
-	a := agent.New(agent.Config{Logger: log, CommandPool: commandPool})
 	return a.Serve(ctx, l)
 }
 

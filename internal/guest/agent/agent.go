@@ -58,6 +58,9 @@ type Config struct {
 	// of time for `/bin/bash -l -c` requests (commands.run); 0 turns the
 	// command pool off. POST /init's commandPool overrides it.
 	CommandPool int
+	// Started, when set, is called after the agent started a process or
+	// handed a pooled shell its command (the OOM guard looks at once).
+	Started func()
 }
 
 // Agent is the in-sandbox server. Create it with New; it is safe for
@@ -81,6 +84,8 @@ type Agent struct {
 	applyRoot string
 	// shells is the command pool (see shellpool.go).
 	shells *shellPool
+	// onStarted is Config.Started, or a no-op.
+	onStarted func()
 }
 
 // New builds an Agent from cfg. The first Agent in a process starts the
@@ -102,6 +107,10 @@ func New(cfg Config) *Agent {
 		trustRoot: cfg.TrustRoot,
 	}
 	a.shells = newShellPool(a, cfg.CommandPool)
+	a.onStarted = cfg.Started
+	if a.onStarted == nil {
+		a.onStarted = func() {}
+	}
 	if a.trustRoot == "" {
 		a.trustRoot = "/"
 	}

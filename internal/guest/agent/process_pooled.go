@@ -11,6 +11,7 @@ import (
 // starts sp fresh. Either way a poolable request makes the pool refill
 // (after done is closed or a short delay).
 func (a *Agent) startPooled(p *managedProc, req *pb.StartRequest, acct *account, sp spawn, timeout time.Duration, done <-chan struct{}) error {
+	defer a.onStarted()
 	cmd, ok := poolable(req)
 	if !ok || !a.shells.enabled() {
 		return p.start(a.reaper, sp, timeout)

@@ -166,6 +166,17 @@ func (sp *shellPool) take(req *pb.StartRequest, acct *account, s spawn) *pooledS
 	return nil
 }
 
+// idlePIDs returns the pids of the shells waiting in the pool.
+func (sp *shellPool) idlePIDs() map[int]bool {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	pids := make(map[int]bool, len(sp.idle))
+	for _, sh := range sp.idle {
+		pids[sh.pid] = true
+	}
+	return pids
+}
+
 // refillAfter fills the pool once done is closed or poolRefillDelay passed.
 func (sp *shellPool) refillAfter(done <-chan struct{}) {
 	if !sp.enabled() {

@@ -58,6 +58,7 @@ func (sp *shellPool) startShell(rc *poolRecipe) (*pooledShell, error) {
 	_ = s.cmd.Process.Release()
 	limitChild(pid)
 	sh.pid, sh.status = pid, status
+	sp.a.onStarted()
 	go sp.watch(sh)
 	b, err := waitReady(ends.ready)
 	ends.ready.Close()

@@ -141,6 +141,9 @@ func (s *Server) startJupyter(ctx context.Context, spec *kernelSpec, cwd string)
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("start %s kernel: %w", spec.name, err)
 	}
+	if s.cfg.Started != nil {
+		s.cfg.Started()
+	}
 	sctx, stop := context.WithCancel(context.Background())
 	k := &jupyterKernel{
 		log: s.log, spec: spec, p: p, dir: dir, conn: conn, signer: jSigner{[]byte(conn.Key)},

@@ -57,6 +57,9 @@ type Config struct {
 	// Like E2B, the environment variables envd reports at /envs are applied
 	// to a context on its first execution.
 	EnvdURL string
+	// Started, when set, is called after a kernel process started (the
+	// OOM guard looks at once).
+	Started func()
 	// InterruptGrace is how long an interrupted cell may take to stop
 	// before its worker is killed and restarted (default 10s).
 	InterruptGrace time.Duration

@@ -56,6 +56,13 @@ type Options struct {
 	// (the code interpreter, on its kernels) learns why it failed or died
 	// before noticing.
 	Acting func(Act)
+	// Quiet, when set, reports that no process but the caller's own idle
+	// ones exists, so memory cannot grow until the caller starts one; Run
+	// then sleeps until Wake (or quietEvery) instead of polling.
+	Quiet func() bool
+	// Wake is signalled by the caller after it started a process (or gave
+	// an idle one work): Run looks at once.
+	Wake <-chan struct{}
 }
 
 // Act is what the guard is about to do to a process.
@@ -67,10 +74,20 @@ type Act struct {
 
 // Polling intervals: slow while memory is plentiful, fast when it is not
 // (a hog touching pages at 1–2 GB/s gains 5–10 MiB per fast interval, well
-// within failMargin and the host limit's headroom).
+// within failMargin and the host limit's headroom). Every look wakes the
+// sandbox — a few ms of host CPU on a virtualised host, 3% of a CPU per
+// idle sandbox at 10 looks a second — so with much memory free the guard
+// looks only as often as a hog growing at maxGrowth could use up the
+// headroom above the failing threshold, and not at all while Quiet.
 const (
-	slowEvery = 100 * time.Millisecond
-	fastEvery = 5 * time.Millisecond
+	slowEvery  = 100 * time.Millisecond
+	idleEvery  = time.Second
+	quietEvery = 10 * time.Second
+	fastEvery  = 5 * time.Millisecond
+	// maxGrowth bounds how fast the processes' memory can grow: a Python
+	// hog touched pages at ~210 MiB/s in a sandbox here (small pages,
+	// systrap); five times that leaves room for several threads.
+	maxGrowth = 1 << 30 // bytes per second
 	// settle is how long after a kill the guard waits for the victim's
 	// memory to be freed before it may kill again.
 	settle = 100 * time.Millisecond
@@ -124,9 +141,20 @@ func Run(ctx context.Context, o Options) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-o.Wake:
 		}
-		t.Reset(g.Check())
+		t.Reset(g.next())
 	}
+}
+
+// next looks once and returns when to look again: after quietEvery when
+// memory is plentiful and Options.Quiet says nothing can use more.
+func (g *Guard) next() time.Duration {
+	d := g.Check()
+	if d >= slowEvery && g.o.Quiet != nil && g.o.Quiet() {
+		return quietEvery
+	}
+	return d
 }
 
 // Check looks once, fails allocations or kills if memory is short, and
@@ -154,7 +182,14 @@ func (g *Guard) Check() time.Duration {
 	if free < m.total/4 {
 		return fastEvery
 	}
-	return slowEvery
+	return headroomEvery(free - failAt)
+}
+
+// headroomEvery is how long a hog growing at maxGrowth takes to use up
+// headroom bytes, between slowEvery and idleEvery.
+func headroomEvery(headroom uint64) time.Duration {
+	d := time.Duration(float64(headroom) / maxGrowth * float64(time.Second))
+	return min(max(d, slowEvery), idleEvery)
 }
 
 // kill kills the largest process.
@@ -254,9 +289,9 @@ func (m meminfo) free() uint64 {
 }
 
 // readMeminfo reads path's MemTotal, AnonPages, Cached and Shmem into
-// buf, allocating nothing but the path's C string: the guard reads it ten
-// times a second for the sandbox's life, and garbage from that keeps an
-// idle agent's heap (and so the sandbox) larger.
+// buf, allocating nothing but the path's C string: the guard reads it up
+// to ten times a second for the sandbox's life, and garbage from that
+// keeps an idle agent's heap (and so the sandbox) larger.
 func readMeminfo(path string, buf []byte) (meminfo, error) {
 	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {

@@ -1,13 +1,16 @@
 package oomguard
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -47,8 +50,8 @@ func TestDeletedFilesAreFree(t *testing.T) {
 	proc := fakeProcSystem(t, 512<<10, 400<<10, 0, 400<<10, map[int]int{41: 1000})
 	g := New(Options{Proc: proc, Kill: func(int) error { t.Fatal("killed"); return nil },
 		LimitAS: func(int, uint64) (uint64, error) { t.Fatal("failed"); return 0, nil }})
-	if got := g.Check(); got != slowEvery {
-		t.Errorf("Check = %v, want %v", got, slowEvery)
+	if got, want := g.Check(), headroomEvery((400-64)<<20); got != want {
+		t.Errorf("Check = %v, want %v", got, want)
 	}
 }
 
@@ -76,12 +79,14 @@ func TestCheck(t *testing.T) {
 		wantCap  int
 		wantNext time.Duration
 	}{
-		{"plenty", 400 << 10, 0, 0, 0, slowEvery},
+		// The failing threshold is 64 MiB: 336 MiB above it at 1 GiB/s.
+		{"plenty", 400 << 10, 0, 0, 0, 328125 * time.Microsecond},
 		{"getting short: look more often", 100 << 10, 0, 0, 0, fastEvery},
 		// 512 MiB: the reserve is 16 MiB, allocations fail below 64 MiB.
 		{"short: the largest's allocations fail", 60 << 10, 0, 0, 41, fastEvery},
 		{"exhausted: the largest goes", 1 << 10, 0, 41, 0, settle},
-		{"files fill memory: no process to blame", 1 << 10, 300 << 10, 0, 0, slowEvery},
+		// Files are 300 MiB: processes may take 301 MiB more.
+		{"files fill memory: no process to blame", 1 << 10, 300 << 10, 0, 0, headroomEvery((301 - 64) << 20)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -174,4 +179,63 @@ func TestActing(t *testing.T) {
 	if fmt.Sprint(acts) != fmt.Sprint(want) || order != "acting limit acting kill " {
 		t.Errorf("acts %+v, order %q; want %+v told before each", acts, order, want)
 	}
+}
+
+// The guard looks as often as a hog at maxGrowth could use the headroom
+// up, never less often than idleEvery nor more than slowEvery.
+func TestHeadroomEvery(t *testing.T) {
+	for _, tt := range []struct {
+		headroom uint64
+		want     time.Duration
+	}{
+		{0, slowEvery},
+		{50 << 20, slowEvery},
+		{512 << 20, 500 * time.Millisecond},
+		{8 << 30, idleEvery},
+	} {
+		if got := headroomEvery(tt.headroom); got != tt.want {
+			t.Errorf("headroomEvery(%d MiB) = %v, want %v", tt.headroom>>20, got, tt.want)
+		}
+	}
+}
+
+// While Quiet, the guard looks only every quietEvery, and at once when
+// woken; not quiet, it looks at its headroom's pace.
+func TestRunQuietAndWake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		proc := fakeProc(t, 2<<20, 1900<<10, 0, map[int]int{40: 100})
+		var quiet atomic.Bool
+		quiet.Store(true)
+		looks := make(chan struct{}, 100)
+		wake := make(chan struct{}, 1)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go Run(ctx, Options{Proc: proc, Wake: wake, Quiet: func() bool { looks <- struct{}{}; return quiet.Load() }})
+		count := func(d time.Duration) int {
+			time.Sleep(d)
+			synctest.Wait()
+			n := len(looks)
+			for range n {
+				<-looks
+			}
+			return n
+		}
+		if n := count(time.Millisecond); n != 1 {
+			t.Fatalf("first look: %d", n)
+		}
+		if n := count(quietEvery - 2*time.Millisecond); n != 0 {
+			t.Errorf("quiet: %d looks before quietEvery", n)
+		}
+		wake <- struct{}{}
+		if n := count(time.Millisecond); n != 1 {
+			t.Errorf("woken: %d looks, want 1 at once", n)
+		}
+		quiet.Store(false)
+		wake <- struct{}{}
+		count(time.Millisecond)
+		// 2 GiB with 1.9 GiB free: the headroom allows idleEvery.
+		if n := count(10 * idleEvery); n != 10 {
+			t.Errorf("not quiet: %d looks in 10 idleEvery, want 10", n)
+		}
+	})
 }
