@@ -54,6 +54,8 @@ type Options struct {
 	// AppHugePages backs sandboxes' memory with huge pages (runsc
 	// --app-huge-pages; off by default: smaller idle sandboxes).
 	AppHugePages bool
+	// SystrapFastPath lets sandboxes spin for syscalls (gvisor.Config).
+	SystrapFastPath bool
 	// PoolRecent user templates, the most recently built or created
 	// from, get a pool of PoolSize too (0: none).
 	PoolRecent int

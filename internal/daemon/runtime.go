@@ -47,8 +47,9 @@ func newRuntime(ctx context.Context, o Options, den *egress.Denials) (runtime.Ru
 		EagerRestore: o.EagerRestore,
 		// Nodes sharing images restore what others wrote, from their own
 		// image caches' paths.
-		PortableImages: o.Database != "" && o.ObjectStore != "",
-		AppHugePages:   o.AppHugePages,
+		PortableImages:  o.Database != "" && o.ObjectStore != "",
+		AppHugePages:    o.AppHugePages,
+		SystrapFastPath: o.SystrapFastPath,
 		// Its own cgroup parent, like its own networks: a test or bench
 		// counting one daemon's cgroups must not see another's.
 		CgroupParent: CgroupParent(o.NetworkIndex),
