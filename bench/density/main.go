@@ -77,10 +77,16 @@ type densityResult struct {
 	ids                []string
 	create, echo       []float64 // ms
 	freeBefore, freeAt int64     // MiB available
+	// idleBase and idleAll are the host's busy CPU (% of one CPU) over
+	// idleWindow before the first create and with all N live and idle.
+	idleBase, idleAll float64
 }
 
+// idleWindow is how long the host's idle CPU use is measured.
+const idleWindow = 10 * time.Second
+
 func density(ctx context.Context, c config, cl *client.Client) (*densityResult, error) {
-	r := &densityResult{freeBefore: memAvailableMiB()}
+	r := &densityResult{freeBefore: memAvailableMiB(), idleBase: hostBusy(idleWindow)}
 	for i := range c.n {
 		if free := memAvailableMiB(); free < int64(c.minFreeMiB) {
 			return r, fmt.Errorf("host memory: %d MiB available after %d sandboxes, under -min-free-mib %d", free, i, c.minFreeMiB)
@@ -98,6 +104,8 @@ func density(ctx context.Context, c config, cl *client.Client) (*densityResult, 
 	}
 	time.Sleep(5 * time.Second) // let the restores' page cache and agents settle
 	r.freeAt = memAvailableMiB()
+	r.idleAll = hostBusy(idleWindow)
+	slog.Info("idle", "sandboxes", len(r.ids), "host_cpu_pct", r.idleAll, "before_pct", r.idleBase)
 	for _, id := range r.ids {
 		t0 := time.Now()
 		if err := echo(ctx, cl, id); err != nil {
@@ -227,6 +235,38 @@ func killAll(cl *client.Client, ids []string) {
 }
 
 // memAvailableMiB reads MemAvailable from /proc/meminfo.
+// hostBusy is the host's busy CPU time over d, in % of one CPU (every
+// process counted: the sandboxes' sentries, gofers and stubs, the daemon).
+func hostBusy(d time.Duration) float64 {
+	b0, t0 := cpuTicks()
+	time.Sleep(d)
+	b1, t1 := cpuTicks()
+	if t1 <= t0 {
+		return 0
+	}
+	return float64(b1-b0) / float64(t1-t0) * 100 * float64(benchd.CPUs())
+}
+
+// cpuTicks returns /proc/stat's busy and total ticks over all CPUs.
+func cpuTicks() (busy, total int64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	// cpu user nice system idle iowait irq softirq steal (guest time is
+	// in user already): busy is user, nice, system, irq and softirq.
+	f := strings.Fields(line)
+	for i, v := range f[1:min(len(f), 9)] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		total += n
+		if i < 3 || i == 5 || i == 6 {
+			busy += n
+		}
+	}
+	return busy, total
+}
+
 func memAvailableMiB() int64 {
 	f, err := os.Open("/proc/meminfo")
 	if err != nil {
@@ -252,7 +292,9 @@ func report(c config, dn *densityResult, cc []concResult) {
 	fmt.Printf("| create, 1st | %.0f ms |\n| create, %dth | %.0f ms |\n", dn.create[0], n, dn.create[n-1])
 	fmt.Printf("| create p50 / p95 | %.0f / %.0f ms |\n", benchd.Quantile(dn.create, 0.5), benchd.Quantile(dn.create, 0.95))
 	fmt.Printf("| `echo` p50 / p99 across all | %.0f / %.0f ms |\n", benchd.Quantile(dn.echo, 0.5), benchd.Quantile(dn.echo, 0.99))
-	fmt.Printf("| host memory per sandbox (MemAvailable drop / N) | %.1f MiB |\n\n", float64(dn.freeBefore-dn.freeAt)/float64(n))
+	fmt.Printf("| host memory per sandbox (MemAvailable drop / N) | %.1f MiB |\n", float64(dn.freeBefore-dn.freeAt)/float64(n))
+	fmt.Printf("| host CPU busy over %s, all %d idle (before the first create) | %.0f%% (%.0f%%) of one CPU: %.2f%% per sandbox |\n\n",
+		idleWindow, n, dn.idleAll, dn.idleBase, (dn.idleAll-dn.idleBase)/float64(n))
 	fmt.Printf("| %d different sandboxes | one at a time | p50 one at a time | %d at once | p50 at once |\n|---|---|---|---|---|\n", c.k, c.k)
 	for _, r := range cc {
 		fmt.Printf("| %s | %.1f ops/s | %.0f ms | %.1f ops/s | %.0f ms |\n", r.name, r.serialOps, r.serialP50, r.concOps, r.concP50)

@@ -37,12 +37,18 @@ var theReaper = sync.OnceValue(func() *reaper {
 })
 
 // sharedReaper returns the process-wide reaper, starting it on first use.
-// It reaps on SIGCHLD and once a second, since signals coalesce and a lost
-// one must not strand a zombie.
+// It reaps on SIGCHLD: signals coalesce, but a SIGCHLD that finds the
+// channel full finds a reap still to come, and a reap takes every exited
+// child. It also reaps every reapEvery in case that reasoning has a hole;
+// not more often, since every wake-up costs an idle sandbox host CPU (a
+// one-second tick was half of an idle sandbox's, docs/benchmarks.md).
 func sharedReaper() *reaper { return theReaper() }
 
+// reapEvery is how often the reaper reaps without a SIGCHLD.
+const reapEvery = 30 * time.Second
+
 func (r *reaper) loop() {
-	tick := time.NewTicker(time.Second)
+	tick := time.NewTicker(reapEvery)
 	defer tick.Stop()
 	for {
 		select {
