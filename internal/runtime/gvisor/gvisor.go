@@ -158,7 +158,21 @@ func (r *Runtime) reattach(ctx context.Context) error {
 		}
 	}
 	r.killOrphans(ctx, known)
+	r.detachUnknownVolumes(known)
 	return r.removeUnusedBundles(ctx, known)
+}
+
+// detachUnknownVolumes removes the volume attach directories of containers
+// no handle accounts for: a daemon killed between replacing a sandbox's
+// container (a rollback) and removing the old one left the old one's,
+// which nothing else names any more.
+func (r *Runtime) detachUnknownVolumes(known map[string]bool) {
+	entries, _ := os.ReadDir(filepath.Join(r.cfg.StateDir, "volumes"))
+	for _, e := range entries {
+		if !known[e.Name()] {
+			r.detachVolumes(e.Name())
+		}
+	}
 }
 
 // knownContainers returns the container id of every sandbox with a

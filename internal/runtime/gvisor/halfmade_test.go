@@ -2,6 +2,8 @@ package gvisor
 
 import (
 	"context"
+	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
@@ -94,4 +96,40 @@ func processesOf(r *Runtime, cid string) []int {
 		}
 	}
 	return pids
+}
+
+// A volume attach directory no handle accounts for (its container was
+// replaced by a rollback and the daemon died before removing the old one)
+// is unmounted and removed when a runtime starts; the volume it bound is
+// left alone.
+func TestStartDetachesUnknownVolumes(t *testing.T) {
+	setup(t)
+	volume := t.TempDir()
+	if err := os.WriteFile(filepath.Join(volume, "keep"), []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// As attachVolumes leaves it: a tmpfs with the volume bound in it.
+	dir := filepath.Join(env.state, "volumes", runtimetest.NewID())
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
+		t.Fatalf("tmpfs: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	if err := os.Mkdir(filepath.Join(dir, "0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount(volume, filepath.Join(dir, "0"), "", syscall.MS_BIND, ""); err != nil {
+		t.Fatalf("bind: %v", err)
+	}
+	if _, err := newGvisor(); err != nil {
+		t.Fatalf("gvisor.New: %v", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("attach dir of an unknown container after start: %v, want it gone", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(volume, "keep")); err != nil || string(b) != "data" {
+		t.Errorf("the volume after the attach dir's removal: %q, %v", b, err)
+	}
 }
