@@ -36,11 +36,7 @@ import time; time.sleep(1e6)' >/dev/null 2>&1 &`
 //	go test -run '^$' -bench RemoteResume -benchtime 3x ./test/integration/
 func BenchmarkRemoteResume(b *testing.B) {
 	ctx := daemontest.Context(b)
-	url := pgtest.Start(b).NewDatabase(b)
-	srv := s3test.Start(b)
-	start := func(node string, index int) *daemontest.Daemon {
-		return startClusterNode(b, url, srv, node, index, benchNodeArgs)
-	}
+	start := benchNodes(b)
 	na, nb := start("node-a", 0), start("node-b", secondIndex())
 	cl := map[string]*client.Client{"node-a": client.New(na.URL, na.APIKey), "node-b": client.New(nb.URL, na.APIKey)}
 	logs := map[string]*daemontest.Daemon{"node-a": na, "node-b": nb}
@@ -174,11 +170,7 @@ func rates(logs map[string]*daemontest.Daemon, op, id string) []float64 {
 //	go test -run '^$' -bench ClusterClone -benchtime 2x ./test/integration/
 func BenchmarkClusterClone(b *testing.B) {
 	ctx := daemontest.Context(b)
-	url := pgtest.Start(b).NewDatabase(b)
-	srv := s3test.Start(b)
-	start := func(node string, index int) *daemontest.Daemon {
-		return startClusterNode(b, url, srv, node, index, benchNodeArgs)
-	}
+	start := benchNodes(b)
 	na := start("node-a", 0)
 	start("node-b", secondIndex())
 	start("node-c", 41+(secondIndex()-41+5)%10)
@@ -225,5 +217,15 @@ func BenchmarkClusterClone(b *testing.B) {
 			b.ReportMetric(took[len(took)/2], "s-median")
 			b.ReportMetric(0, "ns/op")
 		})
+	}
+}
+
+// benchNodes starts a PostgreSQL and an S3 server for a benchmark's
+// cluster and returns what starts one of its nodes on them.
+func benchNodes(b *testing.B) func(node string, index int) *daemontest.Daemon {
+	url := pgtest.Start(b).NewDatabase(b)
+	srv := s3test.Start(b)
+	return func(node string, index int) *daemontest.Daemon {
+		return startClusterNode(b, url, srv, node, index, benchNodeArgs)
 	}
 }

@@ -10,11 +10,8 @@ import (
 // until the agent starts a process (Config.Started), nothing in the
 // sandbox can take more memory, and the OOM guard need not look.
 func (a *Agent) Quiet() bool {
-	return quietProcs(a.procDir(), os.Getpid(), a.shells.idlePIDs())
+	return quietProcs("/proc", os.Getpid(), a.shells.idlePIDs())
 }
-
-// procDir is the procfs the agent reads.
-func (a *Agent) procDir() string { return "/proc" }
 
 // quietProcs reports whether procDir lists no process but self and idle.
 func quietProcs(procDir string, self int, idle map[int]bool) bool {

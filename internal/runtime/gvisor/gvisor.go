@@ -163,9 +163,10 @@ func (r *Runtime) reattach(ctx context.Context) error {
 }
 
 // detachUnknownVolumes removes the volume attach directories of containers
-// no handle accounts for: a daemon killed between replacing a sandbox's
-// container (a rollback) and removing the old one left the old one's,
-// which nothing else names any more.
+// no handle accounts for: those of sandbox directories without a handle
+// and of an earlier daemon's standby containers, and those a daemon killed
+// between replacing a sandbox's container (a rollback) and removing the
+// old one left, which nothing else names any more.
 func (r *Runtime) detachUnknownVolumes(known map[string]bool) {
 	entries, _ := os.ReadDir(filepath.Join(r.cfg.StateDir, "volumes"))
 	for _, e := range entries {
@@ -193,8 +194,7 @@ func (r *Runtime) knownContainers(ctx context.Context) (map[string]bool, error) 
 			known[h.cid()] = true
 		case errdefs.IsNotFound(err):
 			r.log.InfoContext(ctx, "removing sandbox directory without a handle", "id", e.Name())
-			r.removeCgroups(ctx, e.Name())
-			r.detachVolumes(e.Name())
+			r.removeCgroups(ctx, e.Name()) // its volumes: detachUnknownVolumes
 			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
 				return nil, fmt.Errorf("gvisor: %w", err)
 			}

@@ -40,14 +40,7 @@ const onDemandLimit = 96 << 20
 // touched first, so an image of it restores whole; and EagerRestore turns
 // it off. Fails on an unpatched runsc.
 func TestRestoreOnDemand(t *testing.T) {
-	setup(t)
-	r, err := newGvisor()
-	if err != nil {
-		t.Fatalf("gvisor.New: %v", err)
-	}
-	if !r.RestoresOnDemand() {
-		t.Fatalf("runsc %s cannot restore on demand (--restore-on-demand): build it with scripts/build-runsc.sh, which applies patches/gvisor", env.runsc)
-	}
+	r := onDemandRuntime(t)
 	ctx := context.Background()
 	spec := testSpec(runtimetest.NewID(), false)
 	spec.Args = []string{"python3", "-c", shServer, "49983"}
@@ -102,6 +95,21 @@ func TestRestoreOnDemand(t *testing.T) {
 	if n := memoryFile(t, r, e); n < 192<<20 {
 		t.Errorf("eager clone %s holds %d MiB of memory file, want the whole image (≥ 192)", e, n>>20)
 	}
+}
+
+// onDemandRuntime is a runtime that restores on demand; it fails the test
+// on an unpatched runsc.
+func onDemandRuntime(t *testing.T) *Runtime {
+	t.Helper()
+	setup(t)
+	r, err := newGvisor()
+	if err != nil {
+		t.Fatalf("gvisor.New: %v", err)
+	}
+	if !r.RestoresOnDemand() {
+		t.Fatalf("runsc %s cannot restore on demand (--restore-on-demand): build it with scripts/build-runsc.sh, which applies patches/gvisor", env.runsc)
+	}
+	return r
 }
 
 // restoreClone restores img as a new sandbox of spec's shape and waits
@@ -186,14 +194,7 @@ func sentryPID(t *testing.T, cid string) string {
 // life, and the restore's Timer.End slept 1ms in a loop waiting for it: a
 // thousand wake-ups a second in every restored sandbox.)
 func TestRestoreOnDemandIdles(t *testing.T) {
-	setup(t)
-	r, err := newGvisor()
-	if err != nil {
-		t.Fatalf("gvisor.New: %v", err)
-	}
-	if !r.RestoresOnDemand() {
-		t.Fatalf("runsc %s cannot restore on demand: build it with scripts/build-runsc.sh", env.runsc)
-	}
+	r := onDemandRuntime(t)
 	spec := testSpec(runtimetest.NewID(), false)
 	spec.Args = []string{"python3", "-c", shServer, "49983"}
 	spec.Resources = runtime.Resources{CPUCount: 1, MemoryMB: 256}

@@ -398,9 +398,8 @@ func (r *Runtime) removeUnusedBundles(ctx context.Context, known map[string]bool
 	for _, e := range entries {
 		if !known[e.Name()] {
 			// A create killed with its daemon may have made the cgroups
-			// and nothing that runs.
+			// and nothing that runs (its volumes: detachUnknownVolumes).
 			r.removeCgroups(ctx, e.Name())
-			r.detachVolumes(e.Name())
 			if err := os.RemoveAll(filepath.Join(r.containersDir(), e.Name())); err != nil {
 				return fmt.Errorf("gvisor: %w", err)
 			}
