@@ -151,6 +151,9 @@ type Manager struct {
 	// entry's state; an entry's record is only written by the operation
 	// holding the entry's claim (a transient state).
 	boxes map[string]*entry
+	// held counts the requests this node answers for each sandbox (Hold);
+	// a drain does not hand a held sandbox to another node. Guarded by mu.
+	held map[string]int
 
 	// dataConns are the data plane's open connections, cut when a sandbox
 	// stops running.
@@ -240,6 +243,7 @@ func New(cfg Config) (*Manager, error) {
 		img:   cfg.Images,
 		now:   cfg.Now,
 		boxes: map[string]*entry{},
+		held:  map[string]int{},
 
 		content:        cfg.Content,
 		collectContent: ownContent,

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
@@ -133,8 +134,8 @@ func (m *Manager) handOff(ctx context.Context, id, node string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.boxes[id]
-	if !ok || e.state != StatePaused || e.done != nil {
-		return false, nil
+	if !ok || e.state != StatePaused || e.done != nil || m.held[id] > 0 {
+		return false, nil // a held one goes at a later heartbeat
 	}
 	if _, err := m.st.TransferSandbox(context.WithoutCancel(ctx), id, m.cfg.ClientID, node, string(StatePaused)); err != nil {
 		return false, fmt.Errorf("hand paused sandbox %s to node %s: %w", id, node, err)
@@ -145,6 +146,26 @@ func (m *Manager) handOff(ctx context.Context, id, node string) (bool, error) {
 	}
 	m.log.Info("handed a paused sandbox to another node", "sandbox", id, "node", node)
 	return true, nil
+}
+
+// Hold keeps sandbox id on this node until release is called: a request
+// about to be answered here (OwnerURL said so) must not find the sandbox
+// handed to another node between that answer and its handler. Hold before
+// asking OwnerURL; a hold of a sandbox this node lacks keeps nothing.
+func (m *Manager) Hold(id string) (release func()) {
+	m.mu.Lock()
+	m.held[id]++
+	m.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if m.held[id]--; m.held[id] <= 0 {
+				delete(m.held, id)
+			}
+		})
+	}
 }
 
 // forgetMovedLocked drops entry id after a write of its record was

@@ -39,27 +39,33 @@ func sandboxOfPath(p string) (string, bool) {
 // forward sends r to the node that runs sandbox id when that is another
 // node of the cluster, and reports whether it did (or answered an error).
 // A client then needs one node's URL for everything: control API, envd,
-// any port.
-func (s *Server) forward(w http.ResponseWriter, r *http.Request, id string) bool {
+// any port. When this node answers, release ends the sandbox's hold (Hold)
+// after the handler: a drain cannot move it away in between.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, id string) (handled bool, release func()) {
+	release = s.mgr.Hold(id)
 	if len(r.Header.Values(forwardedHeader)) >= maxForwardHops {
 		// Answered here whatever happens; a sandbox just handed or taken
 		// over may not be loaded yet.
 		if err := s.mgr.LoadOwned(r.Context(), id); err != nil {
+			release()
 			writeError(w, err)
-			return true
+			return true, nil
 		}
-		return false
+		return false, release
 	}
 	owner, err := s.mgr.OwnerURL(r.Context(), id)
-	if err != nil {
-		writeError(w, err)
-		return true
+	if err != nil || owner != "" {
+		release()
 	}
-	if owner == "" {
-		return false
+	switch {
+	case err != nil:
+		writeError(w, err)
+		return true, nil
+	case owner == "":
+		return false, release
 	}
 	s.proxyTo(w, r, owner, "sandbox "+id)
-	return true
+	return true, nil
 }
 
 // proxyTo passes r to the node at base URL node, streaming both ways, and

@@ -129,7 +129,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 			return
 		}
-		if !s.forward(w, r, t.id) {
+		if handled, release := s.forward(w, r, t.id); !handled {
+			defer release()
 			s.proxy.serve(w, r, t)
 		}
 		return
@@ -142,8 +143,12 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(r.URL.Path, "/.well-known/") && s.cfg.Identity != nil:
 		s.cfg.Identity.ServeHTTP(w, r) // public: relying parties carry no key
 	default:
-		if id, ok := sandboxOfPath(r.URL.Path); ok && s.forward(w, r, id) {
-			return
+		if id, ok := sandboxOfPath(r.URL.Path); ok {
+			handled, release := s.forward(w, r, id)
+			if handled {
+				return
+			}
+			defer release()
 		}
 		s.api.ServeHTTP(w, r)
 	}
