@@ -91,6 +91,10 @@ type Registry struct {
 	picks map[string][]time.Time
 	// handing is held while WhileDraining runs.
 	handing sync.Mutex
+	// lastBeat is when this node's last heartbeat was written; twin the
+	// other daemon last seen heartbeating under this node's id (twin.go).
+	lastBeat time.Time
+	twin     string
 }
 
 // New returns a Registry for cfg; nothing is written until Register.
@@ -147,6 +151,9 @@ func (r *Registry) Run(ctx context.Context) {
 // beat writes one heartbeat and refreshes the listing Counts reads.
 func (r *Registry) beat(ctx context.Context) error {
 	now := r.cfg.Now()
+	if err := r.watchTwin(ctx); err != nil {
+		return err
+	}
 	got, err := r.cfg.Store.HeartbeatNode(ctx, r.record(now, now.Add(r.cfg.Lease)))
 	if err != nil {
 		return err
@@ -156,6 +163,7 @@ func (r *Registry) beat(ctx context.Context) error {
 		return err
 	}
 	r.mu.Lock()
+	r.lastBeat = now
 	r.draining = got.Draining
 	r.nodes = r.views(list, now)
 	if r.failing {

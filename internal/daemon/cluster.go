@@ -20,6 +20,10 @@ func openData(ctx context.Context, o *Options, lns *listeners) (*store.Store, st
 	if err != nil {
 		return nil, "", nil, err
 	}
+	if err := checkNodeID(ctx, *o, st, lns); err != nil {
+		st.Close()
+		return nil, "", nil, err
+	}
 	key, vault, err := prepareData(ctx, o, st)
 	if err == nil {
 		err = lns.tls.certify(*o)

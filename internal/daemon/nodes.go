@@ -54,6 +54,22 @@ func startRegistry(ctx context.Context, o Options, st *store.Store, lns *listene
 	return reg, nil
 }
 
+// checkNodeID refuses a node id another running daemon of the shared
+// database has (cluster.CheckUnique), before anything reads records as
+// this node's: a second node-a would take node-a's running sandboxes for
+// its own lost ones. A database of one node (SQLite) has its data dir's
+// lock instead.
+func checkNodeID(ctx context.Context, o Options, st *store.Store, lns *listeners) error {
+	if !st.Postgres() {
+		return nil
+	}
+	u, err := advertiseURL(o.AdvertiseURL, lns.plain.Addr())
+	if err != nil {
+		return err
+	}
+	return cluster.CheckUnique(ctx, st, o.NodeID, u, nodeAnswers, time.Now())
+}
+
 // advertiseURL is --advertise-url, checked, or http://<the bound listen
 // address>, with the host name in place of an unspecified address
 // (0.0.0.0 or [::] reach nothing from another host).

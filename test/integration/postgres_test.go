@@ -192,6 +192,16 @@ func TestPostgresKill9Restart(t *testing.T) {
 	if got := sh(t, ctx, running.Conn(), "echo alive"); got != "alive" {
 		t.Errorf("running sandbox after restart answers %q", got)
 	}
+	// A second daemon given node-a's id is refused before it reads a
+	// record as its own: node-a's running sandbox stays running.
+	serveFails(t, "node id node-a is taken by a running daemon at "+d.URL, "--database", url, "--node-id", "node-a",
+		"--network-index", fmt.Sprint(secondIndex()))
+	if st := state(t, ctx, c, running.SandboxID); st != "running" {
+		t.Errorf("running sandbox after a second node-a was refused: %s", st)
+	}
+	if got := sh(t, ctx, running.Conn(), "echo alive"); got != "alive" {
+		t.Errorf("running sandbox after a second node-a was refused answers %q", got)
+	}
 }
 
 // TestPostgresOutage: while the database is down the API answers 503
@@ -236,20 +246,25 @@ func TestPostgresBadDatabase(t *testing.T) {
 		{down, "unreachable"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
-			defer cancel()
-			bin := daemontest.BinDir(t)
-			cmd := exec.CommandContext(ctx, filepath.Join(bin, "forkbox"), "serve", "--listen", "127.0.0.1:0",
-				"--data-dir", t.TempDir(), "--template-dir", daemontest.TemplateDir(t), "--database", tc.url,
-				"--network-index", fmt.Sprint(daemontest.NetworkIndex()), "--pool-size", "0")
-			start := time.Now()
-			out, err := cmd.CombinedOutput()
-			if err == nil || ctx.Err() != nil || !strings.Contains(string(out), tc.want) {
-				t.Fatalf("serve --database %s: %v after %v, want a non-zero exit saying %q:\n%s", tc.url, err, time.Since(start), tc.want, out)
-			}
-			if d := time.Since(start); d > 20*time.Second {
-				t.Errorf("took %v to give up", d)
-			}
+			serveFails(t, tc.want, "--database", tc.url, "--network-index", fmt.Sprint(daemontest.NetworkIndex()))
 		})
+	}
+}
+
+// serveFails runs `forkbox serve` with args (and a data dir of its own,
+// pool off) and wants it to exit non-zero within 20 s, saying want.
+func serveFails(t *testing.T, want string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(daemontest.BinDir(t), "forkbox"), append([]string{"serve", "--listen", "127.0.0.1:0",
+		"--data-dir", t.TempDir(), "--template-dir", daemontest.TemplateDir(t), "--pool-size", "0"}, args...)...)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err == nil || ctx.Err() != nil || !strings.Contains(string(out), want) {
+		t.Fatalf("serve %v: %v after %v, want a non-zero exit saying %q:\n%s", args, err, time.Since(start), want, out)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("took %v to give up", d)
 	}
 }
