@@ -150,7 +150,12 @@ func seedDir(o Options, tplID, key string) string {
 // store (imported from a shared template directory's seed, or booted and
 // checkpointed once), and records the template.
 func warmTemplate(ctx context.Context, mgr *sandbox.Manager, content images.ContentStore, st *store.Store, tpl *store.Template, o Options) error {
-	key, err := imageKey(tpl.Version+"|"+gvisor.FlagsFor(o.AppHugePages)+"|"+strings.Join(tpl.AgentArgs, " "), o.AgentPath, o.RunscPath)
+	// The rootfs's path is in the key: a checkpoint names it, and runsc
+	// refuses to restore where it differs, so a template dir copied or
+	// moved elsewhere boots its own image rather than import the seed
+	// left for the old path.
+	key, err := imageKey(tpl.Version+"|"+gvisor.FlagsFor(o.AppHugePages)+"|"+strings.Join(tpl.AgentArgs, " ")+"|"+tpl.RootFS,
+		o.AgentPath, o.RunscPath)
 	if err != nil {
 		return err
 	}

@@ -134,6 +134,11 @@ func runscError(ctx context.Context, args []string, err error, stderr string) er
 	switch {
 	case ctx.Err() != nil:
 		return fmt.Errorf("runsc %s: %v (%s): %w", verb, ctx.Err(), msg, errdefs.ErrUnavailable)
+	case strings.Contains(msg, "restore spec validation"):
+		// The image names host paths (its root filesystem's, its mounts')
+		// that are not where this restore found them.
+		return fmt.Errorf("runsc %s: the image was made where its root filesystem or a mount had another host path "+
+			"(a template dir or data dir copied or moved since?): %s: %w", verb, msg, errdefs.ErrInternal)
 	case strings.Contains(msg, "does not exist") || strings.Contains(msg, "no such container"):
 		return fmt.Errorf("runsc %s: %s: %w", verb, msg, errdefs.ErrNotFound)
 	case strings.Contains(msg, "is not running") || strings.Contains(msg, "cannot be paused") ||
