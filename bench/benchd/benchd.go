@@ -183,3 +183,26 @@ func CPUs() int {
 	b, _ := os.ReadFile("/proc/cpuinfo")
 	return strings.Count(string(b), "processor\t:")
 }
+
+// BusyCPU is the host's busy CPU time since boot, over all CPUs and every
+// process (user, nice, system, irq and softirq of /proc/stat; guest time
+// is in user already), at the clock tick's resolution: the difference of
+// two readings is what the host spent between them.
+func BusyCPU() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	var ticks int64
+	for i, v := range strings.Fields(line)[1:] {
+		if i < 3 || i == 5 || i == 6 {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			ticks += n
+		}
+	}
+	return time.Duration(ticks) * time.Second / userHZ
+}
+
+// userHZ is the unit of /proc/stat's times (USER_HZ, 100 on Linux).
+const userHZ = 100

@@ -73,12 +73,8 @@ func run(ctx context.Context, c config) error {
 	if err != nil {
 		return err
 	}
-	seq, err := sequential(ctx, c, first)
-	if err != nil {
-		return err
-	}
-	stat, err := statRTT(ctx, c, first)
-	if err != nil {
+	var r results
+	if err := r.oneSandbox(ctx, c, first); err != nil {
 		return err
 	}
 	more, err := createAll(ctx, cl, c.n-1)
@@ -96,17 +92,40 @@ func run(ctx context.Context, c config) error {
 		conns = append(conns, conn)
 	}
 	time.Sleep(3 * time.Second)
-	conc, wall, err := concurrent(ctx, conns)
-	if err != nil {
+	if r.concCPU, err = hostCPU(func() (err error) { r.conc, r.wall, err = concurrent(ctx, conns); return err }); err != nil {
 		return err
 	}
 	time.Sleep(3 * time.Second) // pools refilled, metrics sampled
-	mem, err := meanMemUsed(ctx, cl, ids)
-	if err != nil {
+	if r.mem, err = meanMemUsed(ctx, cl, ids); err != nil {
 		return err
 	}
-	report(c, seq, stat, conc, wall, mem)
+	report(c, r)
 	return nil
+}
+
+// results are the bench's figures: latencies in ms, and the host's busy
+// CPU time (every process) over each phase.
+type results struct {
+	seq, stat, conc          []float64
+	wall, mem                float64
+	seqCPU, statCPU, concCPU time.Duration
+}
+
+// oneSandbox measures the sequential round trips, with and without a
+// process, in sandbox conn.
+func (r *results) oneSandbox(ctx context.Context, c config, conn *client.SandboxConn) (err error) {
+	if r.seqCPU, err = hostCPU(func() (err error) { r.seq, err = sequential(ctx, c, conn); return err }); err != nil {
+		return err
+	}
+	r.statCPU, err = hostCPU(func() (err error) { r.stat, err = statRTT(ctx, c, conn); return err })
+	return err
+}
+
+// hostCPU runs f and returns the host's busy CPU time meanwhile.
+func hostCPU(f func() error) (time.Duration, error) {
+	cpu0 := benchd.BusyCPU()
+	err := f()
+	return benchd.BusyCPU() - cpu0, err
 }
 
 // warm connects to a sandbox and runs a first command in it.
@@ -219,16 +238,21 @@ func concurrent(ctx context.Context, conns []*client.SandboxConn) ([]float64, fl
 	return ms, benchd.MS(time.Since(t0)), errors.Join(errs...)
 }
 
-func report(c config, seq, stat, conc []float64, wall, mem float64) {
+func report(c config, r results) {
 	fmt.Printf("\n#### commands.run(\"echo hi\") — %s\n\n", c.label)
 	fmt.Printf("| figure | value |\n|---|---|\n")
 	fmt.Printf("| sequential, one warm sandbox, %d round trips (%v apart): p50 / p90 | %.1f / %.1f ms |\n",
-		len(seq), c.gap, benchd.Quantile(seq, 0.5), benchd.Quantile(seq, 0.9))
+		len(r.seq), c.gap, benchd.Quantile(r.seq, 0.5), benchd.Quantile(r.seq, 0.9))
 	fmt.Printf("| same path without a process (`Stat(\"/\")`): p50 / p90 | %.1f / %.1f ms |\n",
-		benchd.Quantile(stat, 0.5), benchd.Quantile(stat, 0.9))
+		benchd.Quantile(r.stat, 0.5), benchd.Quantile(r.stat, 0.9))
 	fmt.Printf("| %d at once across %d live sandboxes: p50 / p99 / all done | %.0f / %.0f / %.0f ms |\n",
-		len(conc), len(conc), benchd.Quantile(conc, 0.5), benchd.Quantile(conc, 0.99), wall)
-	fmt.Printf("| daemon-reported memUsed, mean over the %d sandboxes, idle | %.1f MiB |\n", len(conc), mem)
+		len(r.conc), len(r.conc), benchd.Quantile(r.conc, 0.5), benchd.Quantile(r.conc, 0.99), r.wall)
+	fmt.Printf("| daemon-reported memUsed, mean over the %d sandboxes, idle | %.1f MiB |\n", len(r.conc), r.mem)
+	// Host CPU per command, all processes: what a burst's contention
+	// multiplies (an idle sandbox in the gaps costs ~0.3% of a CPU).
+	fmt.Printf("| host CPU per command, sequential (incl. the gaps) / in the burst (until all done) | %.1f / %.1f ms |\n",
+		benchd.MS(r.seqCPU)/float64(len(r.seq)+3), benchd.MS(r.concCPU)/float64(len(r.conc)))
+	fmt.Printf("| host CPU per `Stat(\"/\")`, sequential (incl. the gaps) | %.1f ms |\n", benchd.MS(r.statCPU)/float64(len(r.stat)))
 }
 
 // syncBuf is an output sink safe for the client's writer goroutine.

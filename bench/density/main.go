@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -234,39 +235,15 @@ func killAll(cl *client.Client, ids []string) {
 	}
 }
 
-// memAvailableMiB reads MemAvailable from /proc/meminfo.
 // hostBusy is the host's busy CPU time over d, in % of one CPU (every
 // process counted: the sandboxes' sentries, gofers and stubs, the daemon).
 func hostBusy(d time.Duration) float64 {
-	b0, t0 := cpuTicks()
+	b0, t0 := benchd.BusyCPU(), time.Now()
 	time.Sleep(d)
-	b1, t1 := cpuTicks()
-	if t1 <= t0 {
-		return 0
-	}
-	return float64(b1-b0) / float64(t1-t0) * 100 * float64(benchd.CPUs())
+	return float64(benchd.BusyCPU()-b0) / float64(time.Since(t0)) * 100
 }
 
-// cpuTicks returns /proc/stat's busy and total ticks over all CPUs.
-func cpuTicks() (busy, total int64) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, 0
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	// cpu user nice system idle iowait irq softirq steal (guest time is
-	// in user already): busy is user, nice, system, irq and softirq.
-	f := strings.Fields(line)
-	for i, v := range f[1:min(len(f), 9)] {
-		n, _ := strconv.ParseInt(v, 10, 64)
-		total += n
-		if i < 3 || i == 5 || i == 6 {
-			busy += n
-		}
-	}
-	return busy, total
-}
-
+// memAvailableMiB reads MemAvailable from /proc/meminfo.
 func memAvailableMiB() int64 {
 	f, err := os.Open("/proc/meminfo")
 	if err != nil {
@@ -291,7 +268,8 @@ func report(c config, dn *densityResult, cc []concResult) {
 	fmt.Printf("| %d sandboxes live at once | value |\n|---|---|\n", n)
 	fmt.Printf("| create, 1st | %.0f ms |\n| create, %dth | %.0f ms |\n", dn.create[0], n, dn.create[n-1])
 	fmt.Printf("| create p50 / p95 | %.0f / %.0f ms |\n", benchd.Quantile(dn.create, 0.5), benchd.Quantile(dn.create, 0.95))
-	fmt.Printf("| `echo` p50 / p99 across all | %.0f / %.0f ms |\n", benchd.Quantile(dn.echo, 0.5), benchd.Quantile(dn.echo, 0.99))
+	fmt.Printf("| `echo` p50 / p99 / max across all | %.0f / %.0f / %.0f ms |\n", benchd.Quantile(dn.echo, 0.5),
+		benchd.Quantile(dn.echo, 0.99), slices.Max(dn.echo))
 	fmt.Printf("| host memory per sandbox (MemAvailable drop / N) | %.1f MiB |\n", float64(dn.freeBefore-dn.freeAt)/float64(n))
 	fmt.Printf("| host CPU busy over %s, all %d idle (before the first create) | %.0f%% (%.0f%%) of one CPU: %.2f%% per sandbox |\n\n",
 		idleWindow, n, dn.idleAll, dn.idleBase, (dn.idleAll-dn.idleBase)/float64(n))
