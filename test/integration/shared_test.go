@@ -58,7 +58,8 @@ func startTrio(t *testing.T) (a, b, c *daemontest.Daemon) {
 // another, which resumes it with its memory; a snapshot taken on one node
 // starts a sandbox on another; a dead node's paused sandbox is taken over
 // by exactly one of two nodes asked for it at once, memory intact; a
-// node's restart does not sweep away another node's pause image.
+// node's restart does not sweep away another node's pause image; a
+// sandbox rolls back on one node to a snapshot taken of it on another.
 func TestSharedImages(t *testing.T) {
 	ctx := daemontest.Context(t)
 	a, b, c := startTrio(t)
@@ -94,6 +95,11 @@ func TestSharedImages(t *testing.T) {
 	}
 	conn1 := ca.Conn(sb1.SandboxID, sb1.EnvdAccessToken)
 	sh(t, ctx, conn1, "echo one > /tmp/f; nohup sleep 1001 >/dev/null 2>&1 &")
+	// Taken on b; sb1 rolls back to it at the end, on node a.
+	snap1, err := cb.Snapshot(ctx, sb1.SandboxID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	snapSrc := create(t, ctx, cb, client.CreateOptions{})
 	writeFile(t, ctx, ca.Conn(snapSrc.SandboxID, snapSrc.EnvdAccessToken), "/tmp/snap", "from b")
 	snap, err := cb.Snapshot(ctx, snapSrc.SandboxID, "")
@@ -177,6 +183,22 @@ func TestSharedImages(t *testing.T) {
 		t.Fatalf("resume of node a's sandbox after node b's restart: %v", err)
 	}
 	checkKept(t, ctx, conn1, "one", "1001")
+
+	// Rolled back on node a to the snapshot taken on node b: its files
+	// and processes as they were then, still on a.
+	if got := sh(t, ctx, conn1, "echo changed > /tmp/f; pkill -x sleep; sleep 0.2; cat /tmp/f; pgrep -x sleep || echo none"); got != "changed\nnone" {
+		t.Fatalf("before the rollback: %q", got)
+	}
+	if _, err := cc.Rollback(ctx, sb1.SandboxID, snap1.SnapshotID); err == nil {
+		t.Error("rollback through dead node c answered")
+	}
+	if _, err := cb.Rollback(ctx, sb1.SandboxID, snap1.SnapshotID); err != nil {
+		t.Fatalf("rollback on node a to node b's snapshot: %v", err)
+	}
+	checkKept(t, ctx, conn1, "one", "1001")
+	if o := owner(sb1.SandboxID); o != "node-a" {
+		t.Errorf("sb1 on %s after its rollback, want node-a", o)
+	}
 }
 
 // pause pauses sandbox id through cl and waits until its node d says so.
