@@ -117,7 +117,7 @@ func (m *Manager) HandOffPaused(ctx context.Context, pick func(context.Context) 
 		if node == m.cfg.ClientID {
 			return n, fmt.Errorf("placement chose this node, which is draining: %w", errdefs.ErrUnavailable)
 		}
-		moved, err := m.handOff(ctx, id, node)
+		moved, err := m.handOff(ctx, id, node, 0)
 		if err != nil {
 			return n, err
 		}
@@ -129,13 +129,15 @@ func (m *Manager) HandOffPaused(ctx context.Context, pick func(context.Context) 
 }
 
 // handOff moves paused sandbox id to node, under the lock so no claim
-// (a resume asked of this node) starts meanwhile.
-func (m *Manager) handOff(ctx context.Context, id, node string) (bool, error) {
+// (a resume asked of this node) starts meanwhile. holds is how many
+// requests the caller itself holds the sandbox for (Hold); one held by
+// any other request stays (a drain's goes at a later heartbeat).
+func (m *Manager) handOff(ctx context.Context, id, node string, holds int) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.boxes[id]
-	if !ok || e.state != StatePaused || e.done != nil || m.held[id] > 0 {
-		return false, nil // a held one goes at a later heartbeat
+	if !ok || e.state != StatePaused || e.done != nil || m.held[id] > holds {
+		return false, nil
 	}
 	if _, err := m.st.TransferSandbox(context.WithoutCancel(ctx), id, m.cfg.ClientID, node, string(StatePaused)); err != nil {
 		return false, fmt.Errorf("hand paused sandbox %s to node %s: %w", id, node, err)
@@ -146,6 +148,36 @@ func (m *Manager) handOff(ctx context.Context, id, node string) (bool, error) {
 	}
 	m.log.Info("handed a paused sandbox to another node", "sandbox", id, "node", node)
 	return true, nil
+}
+
+// MoveIfFull hands paused sandbox id to the node pick chooses when this
+// node is full (a resume would pass Config.MaxSandboxes) and returns that
+// node, or "" when the sandbox stays: the node has room, the sandbox is
+// not paused here, has volumes (on this node's disk), images are not
+// shared, or pick chose this node (every node is as full). The caller
+// holds the sandbox (Hold) for the resume it is about to forward.
+func (m *Manager) MoveIfFull(ctx context.Context, id string, pick func(context.Context) (string, error)) (string, error) {
+	if !m.cfg.SharedImages || m.nodes.Load() == nil {
+		return "", nil
+	}
+	m.mu.Lock()
+	e, ok := m.boxes[id]
+	stays := !ok || e.state != StatePaused || e.done != nil || len(e.rec.Volumes) > 0 || m.admitLocked(1) == nil
+	m.mu.Unlock()
+	if stays {
+		return "", nil
+	}
+	node, err := pick(ctx)
+	if err != nil || node == m.cfg.ClientID {
+		// Nowhere better: the resume here meets the quota and says so.
+		return "", nil
+	}
+	moved, err := m.handOff(ctx, id, node, 1)
+	if err != nil || !moved {
+		return "", err
+	}
+	m.log.Info("this node is full; its paused sandbox resumes on another", "sandbox", id, "node", node)
+	return node, nil
 }
 
 // Hold keeps sandbox id on this node until release is called: a request

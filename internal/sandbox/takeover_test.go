@@ -45,3 +45,45 @@ func TestHandOffSkipsHeld(t *testing.T) {
 		t.Errorf("holds left: %v", e.m.held)
 	}
 }
+
+// nodeDir is a NodeDirectory where every node is alive at its own name.
+type nodeDir struct{}
+
+func (nodeDir) NodeURL(_ context.Context, node string) (string, bool, error) {
+	return "http://" + node, true, nil
+}
+
+// TestMoveIfFull: a resume asked of a full node hands its paused sandbox
+// to the node placement picks, even while the asking request holds it;
+// a node with room, or a pick of this node, keeps it.
+func TestMoveIfFull(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.m.cfg.SharedImages, e.m.cfg.ClientID, e.m.cfg.MaxSandboxes = true, "node-a", 1
+	e.m.SetNodeDirectory(nodeDir{})
+	paused := e.create(t, CreateRequest{})
+	if err := e.m.Pause(ctx, paused.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(t, paused.ID, StatePaused)
+	toB := func(context.Context) (string, error) { return "node-b", nil }
+	if node, err := e.m.MoveIfFull(ctx, paused.ID, toB); node != "" || err != nil {
+		t.Fatalf("with room: moved to %q, %v", node, err)
+	}
+	e.create(t, CreateRequest{}) // the node is full now
+	self := func(context.Context) (string, error) { return "node-a", nil }
+	if node, err := e.m.MoveIfFull(ctx, paused.ID, self); node != "" || err != nil {
+		t.Fatalf("placement picked this node: moved to %q, %v", node, err)
+	}
+	release := e.m.Hold(paused.ID) // the resume's own hold
+	defer release()
+	if node, err := e.m.MoveIfFull(ctx, paused.ID, toB); node != "node-b" || err != nil {
+		t.Fatalf("full: moved to %q, %v; want node-b", node, err)
+	}
+	if rec, err := e.st.GetSandbox(ctx, paused.ID); err != nil || rec.ClientID != "node-b" {
+		t.Fatalf("record after the move: %+v, %v", rec, err)
+	}
+	if _, err := e.m.Get(ctx, paused.ID); !errdefs.IsNotFound(err) {
+		t.Errorf("moved sandbox still here: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/forkbox/forkbox/internal/cluster"
 	"github.com/forkbox/forkbox/internal/errdefs"
 )
 
@@ -40,8 +42,9 @@ func sandboxOfPath(p string) (string, bool) {
 // node of the cluster, and reports whether it did (or answered an error).
 // A client then needs one node's URL for everything: control API, envd,
 // any port. When this node answers, release ends the sandbox's hold (Hold)
-// after the handler: a drain cannot move it away in between.
-func (s *Server) forward(w http.ResponseWriter, r *http.Request, id string) (handled bool, release func()) {
+// after the handler: a drain cannot move it away in between. control
+// says r is a control-API request (a resume of it may go elsewhere).
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, id string, control bool) (handled bool, release func()) {
 	release = s.mgr.Hold(id)
 	if len(r.Header.Values(forwardedHeader)) >= maxForwardHops {
 		// Answered here whatever happens; a sandbox just handed or taken
@@ -62,10 +65,49 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, id string) (han
 		writeError(w, err)
 		return true, nil
 	case owner == "":
-		return false, release
+		if !control {
+			return false, release
+		}
+		return s.resumeElsewhere(w, r, id, release)
 	}
 	s.proxyTo(w, r, owner, "sandbox "+id)
 	return true, nil
+}
+
+// resumeElsewhere forwards a resume of paused sandbox id, held here by
+// release, to the node placement picks when this node is full, handing
+// the sandbox over first (Manager.MoveIfFull); otherwise this node
+// answers. It is forward's tail for a sandbox this node has.
+func (s *Server) resumeElsewhere(w http.ResponseWriter, r *http.Request, id string, release func()) (bool, func()) {
+	if s.cfg.Nodes == nil || !isResume(r) {
+		return false, release
+	}
+	var to cluster.Placement
+	node, err := s.mgr.MoveIfFull(r.Context(), id, func(ctx context.Context) (string, error) {
+		p, err := s.cfg.Nodes.Place(ctx)
+		to = p
+		return p.Node, err
+	})
+	switch {
+	case err != nil:
+		release()
+		writeError(w, err)
+		return true, nil
+	case node == "":
+		return false, release
+	}
+	release()
+	s.proxyTo(w, r, to.URL, "sandbox "+id)
+	return true, nil
+}
+
+// isResume reports whether r asks to resume a sandbox (connect, resume).
+func isResume(r *http.Request) bool {
+	if r.Method != http.MethodPost {
+		return false
+	}
+	p := strings.TrimPrefix(r.URL.Path, "/v2")
+	return strings.HasSuffix(p, "/connect") || (!strings.HasPrefix(r.URL.Path, "/v2") && strings.HasSuffix(p, "/resume"))
 }
 
 // proxyTo passes r to the node at base URL node, streaming both ways, and

@@ -129,7 +129,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 			return
 		}
-		if handled, release := s.forward(w, r, t.id); !handled {
+		if handled, release := s.forward(w, r, t.id, false); !handled {
 			defer release()
 			s.proxy.serve(w, r, t)
 		}
@@ -144,7 +144,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		s.cfg.Identity.ServeHTTP(w, r) // public: relying parties carry no key
 	default:
 		if id, ok := sandboxOfPath(r.URL.Path); ok {
-			handled, release := s.forward(w, r, id)
+			handled, release := s.forward(w, r, id, true)
 			if handled {
 				return
 			}
