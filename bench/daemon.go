@@ -43,14 +43,15 @@ type Daemon struct {
 // program itself in internal-daemon mode (internal/daemon.Run), as a child
 // process either way, and waits until it answers /health.
 // A build without `serve --host-hugepages` (an older one, -prev-bin) gets
-// no such flag.
-func startDaemon(ctx context.Context, binDir, templateDir, tmp string, hugePages bool, index int) (*Daemon, error) {
+// no such flag; extra are more serve flags.
+func startDaemon(ctx context.Context, binDir, templateDir, tmp string, hugePages bool, index int, extra ...string) (*Daemon, error) {
 	d := &Daemon{DataDir: filepath.Join(tmp, "daemon-data"), LogPath: filepath.Join(tmp, "daemon.log"),
 		runsc: filepath.Join(binDir, "runsc"), index: index}
 	args := []string{"--network-index", strconv.Itoa(index)}
 	if serveHas(ctx, filepath.Join(binDir, "forkbox"), "host-hugepages") {
 		args = append(args, "--host-hugepages="+strconv.FormatBool(hugePages))
 	}
+	args = append(args, extra...)
 	o := daemonproc.Options{Bin: binDir, DataDir: d.DataDir, TemplateDir: templateDir,
 		Args:         args,
 		LogPath:      d.LogPath,

@@ -38,6 +38,8 @@ type config struct {
 	// prevBin and prevTemplateDir are an earlier build (the interpreter
 	// before Jupyter) whose daemon runs the code-interpreter rows too.
 	prevBin, prevTemplateDir string
+	// serveFlags are more `forkbox serve` flags for the current build's daemon.
+	serveFlags string
 	// netIndex and rawSlot0 place this run's networks (the daemon's
 	// index, the first raw namespace's slot), so two runs on one host
 	// (helpers benchmarking in parallel) do not remove each other's.
@@ -76,6 +78,7 @@ func parseFlags() (config, error) {
 	flag.BoolVar(&c.keep, "keep", false, "keep the temporary directory (daemon log, data)")
 	flag.BoolVar(&c.shareTemplate, "share-template", false, "use -template-dir in place instead of a private copy of its base and code-interpreter-v1 templates")
 	flag.BoolVar(&c.hugePages, "host-hugepages", true, "set the host's THP settings so runsc uses huge pages, as `forkbox serve` does by default, before either side runs")
+	flag.StringVar(&c.serveFlags, "serve-flags", "", "more `forkbox serve` flags for the -bin build's daemon, space-separated (e.g. --restore-on-demand=false)")
 	flag.StringVar(&c.prevBin, "prev-bin", "", "bin directory of an earlier build whose code interpreter the codeinterp and dataframe sections measure too (its own daemon, same run)")
 	flag.StringVar(&c.prevTemplateDir, "prev-template-dir", "", "that build's template directory (built by its `make template`)")
 	flag.Parse()
@@ -212,7 +215,7 @@ func runRaw(ctx context.Context, cfg config, res *Results, dir string) {
 
 // runForkbox starts a daemon, runs the forkbox measurements and stops it.
 func runForkbox(ctx context.Context, cfg config, res *Results, tmp string) error {
-	d, err := startDaemon(ctx, cfg.bin, cfg.templateDir, tmp, cfg.hugePages, cfg.netIndex)
+	d, err := startDaemon(ctx, cfg.bin, cfg.templateDir, tmp, cfg.hugePages, cfg.netIndex, strings.Fields(cfg.serveFlags)...)
 	if err != nil {
 		return err
 	}
