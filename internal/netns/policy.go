@@ -327,12 +327,14 @@ func (m *Manager) loadPolicy(l *Lease) {
 	l.Policy = basePolicy(l.AllowInternet)
 }
 
-// removeOrphanPolicies removes saved policies of ids without a network.
+// removeOrphanPolicies removes saved policies of ids without a network,
+// and every half-written one (<id>.json.tmp: a daemon killed inside
+// savePolicy, before its rename; the .json, if any, is the policy).
 func (m *Manager) removeOrphanPolicies(ids map[string]bool) {
 	entries, _ := os.ReadDir(m.cfg.StateDir)
 	for _, e := range entries {
 		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if ok && !ids[id] {
+		if (ok && !ids[id]) || strings.HasSuffix(e.Name(), ".json.tmp") {
 			os.Remove(filepath.Join(m.cfg.StateDir, e.Name()))
 		}
 	}
