@@ -161,7 +161,8 @@ func (m *Manager) VolumeContent(ctx context.Context, id, token string) (*volumes
 }
 
 // EnsureVolumes mounts every volume's storage (after a host reboot the
-// images are there, the mounts are not): the daemon's start.
+// images are there, the mounts are not) and removes storage no record
+// names: the daemon's start, before it serves.
 func (m *Manager) EnsureVolumes(ctx context.Context) error {
 	if m.cfg.Volumes == nil {
 		return nil
@@ -171,10 +172,35 @@ func (m *Manager) EnsureVolumes(ctx context.Context) error {
 		return err
 	}
 	var errs []error
+	recorded := make(map[string]bool, len(vs))
 	for _, v := range vs {
+		recorded[v.ID] = true
 		if m.owns(v.Node) { // another node's volume lives on its disk
 			errs = append(errs, m.cfg.Volumes.Ensure(ctx, v.ID))
 		}
+	}
+	return errors.Join(append(errs, m.removeUnrecordedVolumes(ctx, recorded))...)
+}
+
+// removeUnrecordedVolumes removes the storage of volumes no record names:
+// a daemon killed inside CreateVolume, between making the storage and
+// writing the record, left it, and no API can reach it. It runs at
+// start, before any create.
+func (m *Manager) removeUnrecordedVolumes(ctx context.Context, recorded map[string]bool) error {
+	ids, err := m.cfg.Volumes.IDs()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, id := range ids {
+		if recorded[id] {
+			continue
+		}
+		if err := m.cfg.Volumes.Remove(ctx, id); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		m.log.Info("removed the storage of a volume no record names (a create cut short)", "volume", id)
 	}
 	return errors.Join(errs...)
 }

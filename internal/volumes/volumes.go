@@ -115,6 +115,21 @@ func (h *Host) Ensure(ctx context.Context, id string) error {
 	return nil
 }
 
+// IDs lists the volumes that have storage here.
+func (h *Host) IDs() ([]string, error) {
+	entries, err := os.ReadDir(h.dir)
+	if err != nil {
+		return nil, fmt.Errorf("volume dir: %w", err)
+	}
+	var ids []string
+	for _, e := range entries {
+		if e.IsDir() {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids, nil
+}
+
 // Remove unmounts and deletes volume id's storage; a missing one is not
 // an error.
 func (h *Host) Remove(ctx context.Context, id string) error {
