@@ -103,7 +103,7 @@ func (m *Manager) HandOffPaused(ctx context.Context, pick func(context.Context) 
 	var ids []string
 	m.mu.Lock()
 	for id, e := range m.boxes {
-		if e.state == StatePaused && e.done == nil && len(e.rec.Volumes) == 0 {
+		if movable(e) {
 			ids = append(ids, id)
 		}
 	}
@@ -136,7 +136,7 @@ func (m *Manager) handOff(ctx context.Context, id, node string, holds int) (bool
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.boxes[id]
-	if !ok || e.state != StatePaused || e.done != nil || m.held[id] > holds {
+	if !ok || !movable(e) || m.held[id] > holds {
 		return false, nil
 	}
 	if _, err := m.st.TransferSandbox(context.WithoutCancel(ctx), id, m.cfg.ClientID, node, string(StatePaused)); err != nil {
@@ -148,6 +148,13 @@ func (m *Manager) handOff(ctx context.Context, id, node string, holds int) (bool
 	}
 	m.log.Info("handed a paused sandbox to another node", "sandbox", id, "node", node)
 	return true, nil
+}
+
+// movable reports whether entry e may move to another node: paused, with
+// no operation on it and no volume (a volume lives on its node's disk).
+// Callers hold m.mu.
+func movable(e *entry) bool {
+	return e.state == StatePaused && e.done == nil && len(e.rec.Volumes) == 0
 }
 
 // MoveIfFull hands paused sandbox id to the node pick chooses when this
@@ -162,7 +169,7 @@ func (m *Manager) MoveIfFull(ctx context.Context, id string, pick func(context.C
 	}
 	m.mu.Lock()
 	e, ok := m.boxes[id]
-	stays := !ok || e.state != StatePaused || e.done != nil || len(e.rec.Volumes) > 0 || m.admitLocked(1) == nil
+	stays := !ok || !movable(e) || m.admitLocked(1) == nil
 	m.mu.Unlock()
 	if stays {
 		return "", nil
@@ -184,7 +191,11 @@ func (m *Manager) MoveIfFull(ctx context.Context, id string, pick func(context.C
 // about to be answered here (OwnerURL said so) must not find the sandbox
 // handed to another node between that answer and its handler. Hold before
 // asking OwnerURL; a hold of a sandbox this node lacks keeps nothing.
+// Without shared images no sandbox moves, and Hold keeps no count.
 func (m *Manager) Hold(id string) (release func()) {
+	if !m.cfg.SharedImages {
+		return func() {}
+	}
 	m.mu.Lock()
 	m.held[id]++
 	m.mu.Unlock()

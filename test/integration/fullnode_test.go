@@ -2,14 +2,11 @@ package integration
 
 import (
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/forkbox/forkbox/client"
 	"github.com/forkbox/forkbox/internal/daemon/daemontest"
-	"github.com/forkbox/forkbox/internal/images/s3test"
-	"github.com/forkbox/forkbox/internal/store/pgtest"
 )
 
 // TestResumeOnFullNodeMoves: a resume asked of a node that is full
@@ -18,20 +15,7 @@ import (
 // other node with its files and processes, and the client sees one answer.
 func TestResumeOnFullNodeMoves(t *testing.T) {
 	ctx := daemontest.Context(t)
-	url := pgtest.Start(t).NewDatabase(t)
-	srv := s3test.Start(t)
-	var a, b *daemontest.Daemon
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		a = startClusterNode(t, url, srv, "node-a", 0, append([]string{"--max-sandboxes", "1"}, nodeArgs...))
-	}()
-	go func() { defer wg.Done(); b = startShared(t, url, srv, "node-b", secondIndex()) }()
-	wg.Wait()
-	if a == nil || b == nil {
-		t.Fatal("a daemon did not start")
-	}
+	a, _ := startSharedPair(t, []string{"--max-sandboxes", "1"})
 	ca := client.New(a.URL, a.APIKey)
 	if _, err := ca.DrainNode(ctx, "node-b"); err != nil {
 		t.Fatal(err)

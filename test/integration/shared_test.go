@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -51,6 +52,26 @@ func startTrio(t *testing.T) (a, b, c *daemontest.Daemon) {
 		t.Fatal("a daemon did not start")
 	}
 	return a, b, c
+}
+
+// startSharedPair starts node-a (with aArgs before the tests' node flags)
+// and node-b (with bEnv in its environment) at once on one PostgreSQL
+// database and one bucket.
+func startSharedPair(t *testing.T, aArgs []string, bEnv ...string) (a, b *daemontest.Daemon) {
+	url := pgtest.Start(t).NewDatabase(t)
+	srv := s3test.Start(t)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		a = startClusterNode(t, url, srv, "node-a", 0, slices.Concat(aArgs, nodeArgs))
+	}()
+	go func() { defer wg.Done(); b = startShared(t, url, srv, "node-b", secondIndex(), bEnv...) }()
+	wg.Wait()
+	if a == nil || b == nil {
+		t.Fatal("a daemon did not start")
+	}
+	return a, b
 }
 
 // TestSharedImages: three nodes sharing one database and one bucket move
@@ -240,20 +261,7 @@ func grepLines(s, sub string) string {
 // start elsewhere.
 func TestClusterClone(t *testing.T) {
 	ctx := daemontest.Context(t)
-	url := pgtest.Start(t).NewDatabase(t)
-	srv := s3test.Start(t)
-	var a, b *daemontest.Daemon
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); a = startShared(t, url, srv, "node-a", 0) }()
-	go func() {
-		defer wg.Done()
-		b = startShared(t, url, srv, "node-b", secondIndex(), "FORKBOX_FAULTS=restore=2")
-	}()
-	wg.Wait()
-	if a == nil || b == nil {
-		t.Fatal("a daemon did not start")
-	}
+	a, b := startSharedPair(t, nil, "FORKBOX_FAULTS=restore=2")
 	ca, cb := client.New(a.URL, a.APIKey), client.New(b.URL, a.APIKey)
 	if _, err := ca.DrainNode(ctx, "node-b"); err != nil {
 		t.Fatal(err)
