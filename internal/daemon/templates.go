@@ -46,11 +46,15 @@ func newBuilds(ctx context.Context, o Options, rt runtime.Runtime, st *store.Sto
 	if err != nil {
 		return nil, err
 	}
+	var node string
+	if st.Postgres() { // the cluster's records: each has a home node
+		node = o.NodeID
+	}
 	return build.New(build.Config{
 		Runtime: rt, Store: st, Images: pulls, Content: content, Uploads: uploads, Dir: dir,
 		AgentPath: o.AgentPath, AgentArgs: []string{template.AgentInRootFS},
 		BaseTemplate: template.BaseID, ImageSalt: salt, Logger: o.Logger, ReadyTimeout: o.TemplateReadyTimeout,
-		Pools: pools, HostCABundle: template.HostCABundle,
+		Pools: pools, HostCABundle: template.HostCABundle, NodeID: node,
 	})
 }
 

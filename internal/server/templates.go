@@ -39,6 +39,9 @@ func (s *Server) templateRoutes(mux *http.ServeMux) {
 				s.notImplemented(w, r)
 				return
 			}
+			if s.forwardTemplate(w, r) { // templates_home.go
+				return
+			}
 			h(w, r)
 		})
 	}

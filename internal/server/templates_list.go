@@ -140,6 +140,9 @@ func (s *Server) templateAlias(w http.ResponseWriter, r *http.Request, alias str
 // files stay while sandboxes and snapshots use them), else a snapshot.
 func (s *Server) deleteAnyTemplate(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Templates != nil {
+		if s.forwardTemplate(w, r) { // a user template homed on another node
+			return
+		}
 		if _, err := s.cfg.Templates.Get(r.Context(), r.PathValue("id")); err == nil {
 			if err := s.cfg.Templates.Delete(r.Context(), r.PathValue("id")); err != nil {
 				writeError(w, err)

@@ -127,6 +127,15 @@ var migrations = []string{
 	// (PutSandbox) and a move between nodes is one conditional update
 	// (TransferSandbox). '' is a record written before the column.
 	`ALTER TABLE sandboxes ADD COLUMN node TEXT NOT NULL DEFAULT '';`,
+	// User templates' build records (builds.go): which node holds each
+	// (its uploads, its running build) and the record itself without its
+	// logs, so every node can list them and route their requests there.
+	`CREATE TABLE builds (
+		id TEXT PRIMARY KEY,
+		name TEXT NOT NULL UNIQUE,
+		node TEXT NOT NULL,
+		data TEXT NOT NULL
+	);`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,7 +52,7 @@ func (j *job) useLayer(ctx context.Context, key string) bool {
 	j.s.mu.Lock()
 	defer j.s.mu.Unlock()
 	if r := j.s.records[j.tplID]; r != nil {
-		if b := findBuild(r, j.buildID); b != nil && !contains(b.Layers, key) {
+		if b := findBuild(r, j.buildID); b != nil && !slices.Contains(b.Layers, key) {
 			b.Layers = append(b.Layers, key)
 		}
 	}

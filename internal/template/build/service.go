@@ -63,7 +63,11 @@ type Config struct {
 	// HostCABundle, if set and present, is trusted by RUN steps while
 	// they run (ca.go); it is never part of a layer.
 	HostCABundle string
-	Logger       *slog.Logger
+	// NodeID, set when the records are a cluster's (PostgreSQL), is this
+	// node: its records are written to the store with it as their home
+	// (homes.go). Unset, the records are the data dir's alone.
+	NodeID string
+	Logger *slog.Logger
 }
 
 // Record is a user-built template: its names and builds.
@@ -189,6 +193,7 @@ func New(cfg Config) (*Service, error) {
 	if err := s.load(); err != nil {
 		return nil, err
 	}
+	s.claimLoaded(context.Background())
 	for _, r := range s.records {
 		if err := s.holdLocked(context.Background(), r); err != nil {
 			s.log.Error("hold template content", "template", r.ID, "err", err)
@@ -236,8 +241,12 @@ func (s *Service) load() error {
 	return nil
 }
 
-// saveLocked writes a record atomically; s.mu held.
+// saveLocked writes a record atomically, and its row in a cluster's
+// store (homes.go); s.mu held.
 func (s *Service) saveLocked(r *Record) error {
+	if err := s.putHomeLocked(context.Background(), r); err != nil {
+		return err
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -285,7 +294,8 @@ func (s *Service) RequestBuild(ctx context.Context, req Request) (*Record, strin
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.byNameLocked(name)
-	if r == nil {
+	isNew := r == nil
+	if isNew {
 		if t, err := s.cfg.Store.GetTemplate(ctx, name); err == nil {
 			return nil, "", fmt.Errorf("template name %q is taken by template %s: %w", name, t.ID, errdefs.ErrAlreadyExists)
 		}
@@ -304,6 +314,10 @@ func (s *Service) RequestBuild(ctx context.Context, req Request) (*Record, strin
 	r.Builds = append(r.Builds, b)
 	r.UpdatedAt = b.CreatedAt
 	if err := s.saveLocked(r); err != nil {
+		r.Builds = r.Builds[:len(r.Builds)-1]
+		if isNew { // another node made the name meanwhile: nothing of it stays
+			delete(s.records, r.ID)
+		}
 		return nil, "", err
 	}
 	return cloneRecord(r), b.ID, nil
@@ -312,15 +326,6 @@ func (s *Service) RequestBuild(ctx context.Context, req Request) (*Record, strin
 func newBuildID() string {
 	id := runtime.NewID()
 	return id[:8] + "-" + id[8:12] + "-" + id[12:16] + "-" + id[16:]
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // byNameLocked finds a record by id, name or name:tag.
@@ -348,14 +353,16 @@ func (s *Service) Get(ctx context.Context, ref string) (*Record, error) {
 	return cloneRecord(r), nil
 }
 
-// List returns every template record, oldest first.
+// List returns every template record, oldest first (in a cluster, the
+// other nodes' too, as they last wrote them).
 func (s *Service) List(ctx context.Context) []*Record {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	out := make([]*Record, 0, len(s.records))
 	for _, r := range s.records {
 		out = append(out, cloneRecord(r))
 	}
+	s.mu.Unlock()
+	out = append(out, s.othersRecords(ctx)...)
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out
 }
@@ -405,6 +412,11 @@ func (s *Service) forget(ctx context.Context, ref string) (string, error) {
 	}
 	if id := s.running[r.ID]; id != "" {
 		return "", fmt.Errorf("template %s is building (build %s): %w", r.ID, id, errdefs.ErrConflict)
+	}
+	if s.shared() { // first: a record another node took over is not this one's to delete
+		if err := s.cfg.Store.DeleteBuildRecord(ctx, r.ID, s.cfg.NodeID); err != nil {
+			return "", err
+		}
 	}
 	for _, id := range storeIDsLocked(r) {
 		if err := s.cfg.Store.DeleteTemplate(ctx, id); err != nil && !errdefs.IsNotFound(err) {
