@@ -19,6 +19,7 @@ import (
 	"github.com/forkbox/forkbox/internal/cluster"
 	"github.com/forkbox/forkbox/internal/egress"
 	"github.com/forkbox/forkbox/internal/eventlog"
+	"github.com/forkbox/forkbox/internal/hostmm"
 	"github.com/forkbox/forkbox/internal/netpolicy"
 	"github.com/forkbox/forkbox/internal/runtime"
 	"github.com/forkbox/forkbox/internal/sandbox"
@@ -233,6 +234,7 @@ func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.St
 		SharedImages:     o.Database != "" && o.ObjectStore != "",
 		CloneConcurrency: o.CloneConcurrency, NetworkOpened: o.Egress.Open,
 		CheckNetwork: checkNetwork, EgressCA: o.Egress.caPEM, CommandPool: o.CommandPool,
+		FreeMemoryMiB: func() int64 { free, _ := hostmm.MemInfoMiB("MemAvailable"); return free },
 	})
 	if err != nil {
 		return nil, err

@@ -82,6 +82,10 @@ type Config struct {
 	Observer Observer
 	// MaxSandboxes caps the sandboxes running at once (quota.go); 0: no cap.
 	MaxSandboxes int
+	// FreeMemoryMiB, if set, reads the host's available memory: a paused
+	// sandbox whose resume would leave less than MinFreeMemoryMiB of it
+	// resumes on another node when it can (MoveIfFull).
+	FreeMemoryMiB func() int64
 	// PoolSize sandboxes of each of PoolTemplates are kept restored ahead
 	// of time, so creating one is a hand-over (0: no pool).
 	PoolSize      int

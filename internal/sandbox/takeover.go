@@ -158,7 +158,8 @@ func movable(e *entry) bool {
 }
 
 // MoveIfFull hands paused sandbox id to the node pick chooses when this
-// node is full (a resume would pass Config.MaxSandboxes) and returns that
+// node is full (a resume would pass Config.MaxSandboxes, or leave less
+// than MinFreeMemoryMiB of the host's memory free) and returns that
 // node, or "" when the sandbox stays: the node has room, the sandbox is
 // not paused here, has volumes (on this node's disk), images are not
 // shared, or pick chose this node (every node is as full). The caller
@@ -169,9 +170,14 @@ func (m *Manager) MoveIfFull(ctx context.Context, id string, pick func(context.C
 	}
 	m.mu.Lock()
 	e, ok := m.boxes[id]
-	stays := !ok || !movable(e) || m.admitLocked(1) == nil
+	stays := !ok || !movable(e)
+	var memMB int
+	if ok {
+		memMB = e.rec.MemoryMB
+	}
+	roomy := m.admitLocked(1) == nil
 	m.mu.Unlock()
-	if stays {
+	if stays || (roomy && m.memoryFor(memMB)) {
 		return "", nil
 	}
 	node, err := pick(ctx)
@@ -185,6 +191,20 @@ func (m *Manager) MoveIfFull(ctx context.Context, id string, pick func(context.C
 	}
 	m.log.Info("this node is full; its paused sandbox resumes on another", "sandbox", id, "node", node)
 	return node, nil
+}
+
+// MinFreeMemoryMiB is the host memory a resume must leave free on this
+// node before it would rather run on another (Config.FreeMemoryMiB).
+const MinFreeMemoryMiB = 512
+
+// memoryFor reports whether this host has room for a sandbox of memMB
+// MiB and MinFreeMemoryMiB more; unknown free memory is room.
+func (m *Manager) memoryFor(memMB int) bool {
+	if m.cfg.FreeMemoryMiB == nil {
+		return true
+	}
+	free := m.cfg.FreeMemoryMiB()
+	return free <= 0 || free >= int64(memMB)+MinFreeMemoryMiB
 }
 
 // Hold keeps sandbox id on this node until release is called: a request

@@ -67,11 +67,21 @@ func TestMoveIfFull(t *testing.T) {
 	}
 	e.waitState(t, paused.ID, StatePaused)
 	toB := func(context.Context) (string, error) { return "node-b", nil }
+	self := func(context.Context) (string, error) { return "node-a", nil }
 	if node, err := e.m.MoveIfFull(ctx, paused.ID, toB); node != "" || err != nil {
 		t.Fatalf("with room: moved to %q, %v", node, err)
 	}
+	asked := false
+	askSelf := func(ctx context.Context) (string, error) { asked = true; return self(ctx) }
+	e.m.cfg.FreeMemoryMiB = func() int64 { return MinFreeMemoryMiB + 100 } // less than the sandbox's memory more
+	if node, err := e.m.MoveIfFull(ctx, paused.ID, askSelf); node != "" || err != nil || !asked {
+		t.Fatalf("short of memory: placement asked %v, moved to %q, %v; want asked, and kept here as it picked this node", asked, node, err)
+	}
+	e.m.cfg.FreeMemoryMiB, asked = nil, false
+	if node, err := e.m.MoveIfFull(ctx, paused.ID, askSelf); node != "" || err != nil || asked {
+		t.Fatalf("with room and memory: placement asked %v, moved to %q, %v", asked, node, err)
+	}
 	e.create(t, CreateRequest{}) // the node is full now
-	self := func(context.Context) (string, error) { return "node-a", nil }
 	if node, err := e.m.MoveIfFull(ctx, paused.ID, self); node != "" || err != nil {
 		t.Fatalf("placement picked this node: moved to %q, %v", node, err)
 	}
