@@ -30,7 +30,18 @@ type Placement struct {
 // reports it, so a burst of creates spreads over the nodes instead of all
 // going to the one that looked emptiest. No node taking new sandboxes is
 // ErrUnavailable.
-func (r *Registry) Place(ctx context.Context) (Placement, error) {
+//
+// want names the images the sandbox starts from (images.CacheKey,
+// images.ContentCacheKey). A node whose last heartbeat reported all of
+// them cached counts cacheBonusSlots more free slots than it has (an
+// unbounded one stays unbounded) and wins a tie in that count, before
+// this node: a download of a pause image or a layer costs more than a
+// slightly fuller node, but not more than a much fuller one, and a burst
+// still spreads once the caching node's picks use its bonus up. All, not
+// any: a restore reads every image it names, so a node missing one
+// downloads anyway; the images of one sandbox are cached together.
+// Without want there is no preference.
+func (r *Registry) Place(ctx context.Context, want ...string) (Placement, error) {
 	now := r.cfg.Now()
 	list, err := r.cfg.Store.ListNodes(ctx)
 	r.mu.Lock()
@@ -39,7 +50,31 @@ func (r *Registry) Place(ctx context.Context) (Placement, error) {
 	if err == nil {
 		nodes = r.views(list, now)
 	}
-	var cands []Node
+	cands := r.candidatesLocked(nodes, now, want)
+	if len(cands) == 0 {
+		return Placement{}, fmt.Errorf("no node takes new sandboxes (every node is draining, dead or out of memory): %w", errdefs.ErrUnavailable)
+	}
+	best := slices.MaxFunc(cands, func(a, b candidate) int {
+		return cmp.Or(cmp.Compare(a.slots, b.slots), compareBool(a.cached, b.cached),
+			compareBool(a.ID == r.cfg.NodeID, b.ID == r.cfg.NodeID), cmp.Compare(b.ID, a.ID))
+	})
+	r.picks[best.ID] = append(r.picks[best.ID], now)
+	return Placement{Node: best.ID, URL: best.URL, Self: best.ID == r.cfg.NodeID}, nil
+}
+
+// candidate is a node placement may pick, with the free slots it counts
+// for (pending picks and the cache bonus in) and whether it caches what
+// the sandbox wants.
+type candidate struct {
+	Node
+	slots  int
+	cached bool
+}
+
+// candidatesLocked is the nodes of the listing that take new sandboxes at
+// now, as Place weighs them for want.
+func (r *Registry) candidatesLocked(nodes []Node, now time.Time, want []string) []candidate {
+	var cands []candidate
 	for _, n := range nodes {
 		st := stateAt(&n.Node, now)
 		if n.ID == r.cfg.NodeID && st == StateDead && !n.Draining {
@@ -47,20 +82,43 @@ func (r *Registry) Place(ctx context.Context) (Placement, error) {
 			// late heartbeat (a loaded host), not a death.
 			st = StateAlive
 		}
-		if st == StateAlive && n.FreeMemoryMiB >= minFreeMemoryMiB {
-			n.Running += r.pendingLocked(n.ID, n.HeartbeatAt)
-			cands = append(cands, n)
+		if st != StateAlive || n.FreeMemoryMiB < minFreeMemoryMiB {
+			continue
+		}
+		n.Running += r.pendingLocked(n.ID, n.HeartbeatAt)
+		c := candidate{Node: n, slots: freeSlots(n), cached: cachesAll(n.Cached, want)}
+		if c.cached {
+			c.slots = addSlots(c.slots, cacheBonusSlots)
+		}
+		cands = append(cands, c)
+	}
+	return cands
+}
+
+// cacheBonusSlots is how many free slots a node caching a sandbox's images
+// is worth more (see Place): about what a download costs against the
+// slower restores of a fuller node.
+const cacheBonusSlots = 2
+
+// cachesAll reports whether cached names every key of want (and want any).
+func cachesAll(cached, want []string) bool {
+	if len(want) == 0 {
+		return false
+	}
+	for _, w := range want {
+		if !slices.Contains(cached, w) {
+			return false
 		}
 	}
-	if len(cands) == 0 {
-		return Placement{}, fmt.Errorf("no node takes new sandboxes (every node is draining, dead or out of memory): %w", errdefs.ErrUnavailable)
+	return true
+}
+
+// addSlots is free + n, staying math.MaxInt (unbounded) on overflow.
+func addSlots(free, n int) int {
+	if free > math.MaxInt-n {
+		return math.MaxInt
 	}
-	best := slices.MaxFunc(cands, func(a, b Node) int {
-		return cmp.Or(cmp.Compare(freeSlots(a), freeSlots(b)), compareBool(a.ID == r.cfg.NodeID, b.ID == r.cfg.NodeID),
-			cmp.Compare(b.ID, a.ID))
-	})
-	r.picks[best.ID] = append(r.picks[best.ID], now)
-	return Placement{Node: best.ID, URL: best.URL, Self: best.ID == r.cfg.NodeID}, nil
+	return free + n
 }
 
 // pendingLocked counts the picks of node made after its heartbeat at

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -100,5 +101,70 @@ func TestPlaceSelfWithLateHeartbeat(t *testing.T) {
 	p, err := a.Place(context.Background())
 	if err != nil || !p.Self {
 		t.Errorf("placement with this node's own lease run out: %+v, %v; want this node", p, err)
+	}
+}
+
+// TestPlaceCacheAware: a node whose heartbeat reports every wanted image
+// cached counts cacheBonusSlots more free slots and wins a tie, even over
+// the node asked and among unbounded nodes; it loses to a node with more
+// than that many more; one caching only some of them gets nothing; a
+// burst still spreads; a draining caching node gets nothing.
+func TestPlaceCacheAware(t *testing.T) {
+	const pause, layer = "images/pause/p", "content/layer/l"
+	type node struct {
+		id                string
+		capacity, running int
+		cached            []string
+		draining          bool
+	}
+	cases := []struct {
+		name  string
+		nodes []node
+		want  []string
+		picks []string
+	}{
+		{"tie goes to the caching node", []node{{"node-a", 10, 5, nil, false}, {"node-b", 10, 5, []string{layer, pause}, false}},
+			[]string{pause, layer}, []string{"node-b"}},
+		{"no wanted keys: no preference", []node{{"node-a", 10, 5, nil, false}, {"node-b", 10, 5, []string{pause}, false}},
+			nil, []string{"node-a"}},
+		{"bonus worth two slots", []node{{"node-a", 10, 5, nil, false}, {"node-b", 10, 7, []string{pause}, false}},
+			[]string{pause}, []string{"node-b"}},
+		{"loses to three more free slots", []node{{"node-a", 10, 5, nil, false}, {"node-b", 10, 8, []string{pause}, false}},
+			[]string{pause}, []string{"node-a"}},
+		{"all wanted keys, not some", []node{{"node-a", 10, 5, nil, false}, {"node-b", 10, 5, []string{pause}, false}},
+			[]string{pause, layer}, []string{"node-a"}},
+		{"unbounded: caching node before this one", []node{{"node-a", 0, 5, nil, false}, {"node-b", 0, 9, []string{pause}, false}},
+			[]string{pause}, []string{"node-b", "node-b"}},
+		{"draining caching node", []node{{"node-a", 10, 9, nil, false}, {"node-b", 10, 0, []string{pause}, true}},
+			[]string{pause}, []string{"node-a"}},
+		{"burst spreads", []node{{"node-a", 10, 5, nil, false}, {"node-b", 10, 5, []string{pause}, false}},
+			[]string{pause}, []string{"node-b", "node-b", "node-b", "node-a", "node-b", "node-a", "node-b", "node-a"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			st := newFakeStore()
+			var a *Registry
+			for _, n := range c.nodes {
+				r := registerWith(t, st, n.id, store.Report{Capacity: n.capacity, Running: n.running, FreeMemoryMiB: 1000, Cached: n.cached}, 0)
+				if n.id == "node-a" {
+					a = r
+				}
+				if _, err := st.SetNodeDraining(ctx, n.id, n.draining); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got []string
+			for range c.picks {
+				p, err := a.Place(ctx, c.want...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, p.Node)
+			}
+			if !slices.Equal(got, c.picks) {
+				t.Errorf("placements %v, want %v", got, c.picks)
+			}
+		})
 	}
 }

@@ -186,7 +186,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	met.watch(mgr, rt, imgs.object)
-	nodes, err := startRegistry(ctx, o, st, lns, mgr, met)
+	nodes, err := startRegistry(ctx, o, st, lns, mgr, met, imgs.object)
 	if err != nil {
 		return err
 	}

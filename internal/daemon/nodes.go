@@ -13,6 +13,7 @@ import (
 
 	"github.com/forkbox/forkbox/internal/cluster"
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/sandbox"
 	"github.com/forkbox/forkbox/internal/store"
 )
@@ -21,13 +22,13 @@ import (
 // records (on SQLite, a cluster of one) and counts its nodes in the
 // metrics. A node that cannot register does not serve: at start the
 // records are reachable or the daemon stops with the reason.
-func startRegistry(ctx context.Context, o Options, st *store.Store, lns *listeners, mgr *sandbox.Manager, met *metrics) (*cluster.Registry, error) {
+func startRegistry(ctx context.Context, o Options, st *store.Store, lns *listeners, mgr *sandbox.Manager, met *metrics, obj *images.ObjectStore) (*cluster.Registry, error) {
 	u, err := advertiseURL(o.AdvertiseURL, lns.plain.Addr())
 	if err != nil {
 		return nil, err
 	}
 	cfg := cluster.Config{Store: st, NodeID: o.NodeID, URL: u, Logger: o.Logger,
-		Heartbeat: o.NodeHeartbeat, Lease: o.NodeLease, Probe: func() store.Report { return nodeReport(mgr) }}
+		Heartbeat: o.NodeHeartbeat, Lease: o.NodeLease, Probe: func() store.Report { return nodeReport(mgr, obj) }}
 	if st.Postgres() { // other nodes' sandboxes are in the records: lost with their node
 		cfg.OnDead = func(ctx context.Context, node string, since time.Time) error {
 			_, err := mgr.LoseNode(ctx, node, since)
@@ -88,8 +89,9 @@ func advertiseURL(flag string, bound net.Addr) (string, error) {
 }
 
 // nodeReport is what this node reports in each heartbeat: the host's
-// free memory, CPUs and load, and the Manager's sandboxes and limit.
-func nodeReport(mgr *sandbox.Manager) store.Report {
+// free memory, CPUs and load, the Manager's sandboxes and limit, and the
+// images its object-store cache holds (obj; nil without one).
+func nodeReport(mgr *sandbox.Manager, obj *images.ObjectStore) store.Report {
 	r := cluster.HostReport()
 	r.Capacity = mgr.MaxSandboxes()
 	for state, n := range mgr.Counts().ByState {
@@ -97,8 +99,16 @@ func nodeReport(mgr *sandbox.Manager) store.Report {
 			r.Running += n
 		}
 	}
+	if obj != nil {
+		r.Cached = obj.CachedKeys(reportedCacheKeys)
+	}
 	return r
 }
+
+// reportedCacheKeys bounds the cached images a heartbeat names: every
+// placement reads every node's report, and the most recently used are
+// the ones a resume or a create of a busy template asks for.
+const reportedCacheKeys = 256
 
 // nodesCollector reports the registry's nodes by state, from the listing
 // of its last heartbeat (no query per scrape).
@@ -149,8 +159,8 @@ func checkAdvertiseURL(raw string) error {
 func handOffPaused(mgr *sandbox.Manager, reg **cluster.Registry, log *slog.Logger) func(context.Context) {
 	var last string
 	return func(ctx context.Context) {
-		n, err := mgr.HandOffPaused(ctx, func(ctx context.Context) (string, error) {
-			p, err := (*reg).Place(ctx)
+		n, err := mgr.HandOffPaused(ctx, func(ctx context.Context, want []string) (string, error) {
+			p, err := (*reg).Place(ctx, want...)
 			return p.Node, err
 		})
 		if n > 0 {

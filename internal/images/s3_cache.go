@@ -31,6 +31,10 @@ type cache struct {
 	loading map[string]chan struct{} // downloads in flight, guarded by mu
 	total   int64                    // guarded by mu
 	now     func() time.Time
+
+	// keys maps the object keys opened or written here to their entry,
+	// for CachedKeys; guarded by mu (see s3_cache_keys.go).
+	keys map[string]string
 }
 
 type centry struct {
@@ -41,7 +45,7 @@ type centry struct {
 
 func openCache(root string, limit int64) (*cache, error) {
 	c := &cache{root: root, limit: limit, pinFor: 15 * time.Minute, entries: map[string]*centry{},
-		loading: map[string]chan struct{}{}, now: time.Now, keep: func(string) bool { return false }}
+		loading: map[string]chan struct{}{}, keys: map[string]string{}, now: time.Now, keep: func(string) bool { return false }}
 	for _, d := range []string{"tmp", "staging"} {
 		if err := os.RemoveAll(filepath.Join(root, d)); err != nil {
 			return nil, err
@@ -212,6 +216,7 @@ func (c *cache) dropLocked(digest string) {
 	e := c.entries[digest]
 	delete(c.entries, digest)
 	c.total -= e.size
+	c.forgetDigestLocked(digest)
 	gone, err := c.tempDir("tmp", "gone-")
 	if err != nil {
 		os.RemoveAll(c.dir(digest))

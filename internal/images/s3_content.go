@@ -145,8 +145,11 @@ func (c *ObjectContent) Commit(ctx context.Context, ref ContentRef, dir string, 
 		return fmt.Errorf("commit %s: %w", ref, err)
 	}
 	c.noteLocal(h, ref, digest)
-	_, err = c.s.cache.put(digest, dir)
-	return err
+	if _, err = c.s.cache.put(digest, dir); err != nil {
+		return err
+	}
+	c.s.cache.noteKey(contentKey(ref), digest)
+	return nil
 }
 
 // Abort implements ContentStore.

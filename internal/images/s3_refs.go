@@ -185,6 +185,7 @@ func (c *ObjectContent) removeIfUnheld(ctx context.Context, ref ContentRef) (boo
 	if n, err := c.holders(ctx, ref); err != nil || n > 0 {
 		return false, errors.Join(err, c.s.b.putSmall(context.WithoutCancel(ctx), contentKey(ref), data))
 	}
+	c.s.cache.forgetKey(contentKey(ref))
 	return true, nil
 }
 

@@ -124,12 +124,14 @@ func (s *objectStore) openTree(ctx context.Context, what, key string) (string, e
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", what, err)
 	}
-	dir, hit, err := s.cache.get(ctx, digestOf(data), func(tmp string) error {
+	digest := digestOf(data)
+	dir, hit, err := s.cache.get(ctx, digest, func(tmp string) error {
 		return s.downloadTree(ctx, what, tmp, m)
 	})
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", what, err)
 	}
+	s.cache.noteKey(key, digest)
 	if hit {
 		s.stats.CacheHits.Add(1)
 	} else {
@@ -186,8 +188,11 @@ func (o *ObjectImages) Commit(ctx context.Context, ref Ref) error {
 	if err != nil {
 		return err
 	}
-	_, err = o.s.cache.put(digest, dir)
-	return err
+	if _, err = o.s.cache.put(digest, dir); err != nil {
+		return err
+	}
+	o.s.cache.noteKey(imageKey(ref), digest)
+	return nil
 }
 
 // Abort implements Store.
@@ -231,6 +236,7 @@ func (o *ObjectImages) Link(ctx context.Context, src, dst Ref) error {
 	if err := o.s.b.putSmall(ctx, imageKey(dst), data); err != nil {
 		return fmt.Errorf("link image %s to %s: %w", src, dst, err)
 	}
+	o.s.cache.noteKey(imageKey(dst), digestOf(data)) // src's entry, if here
 	return nil
 }
 
@@ -243,6 +249,7 @@ func (o *ObjectImages) Remove(ctx context.Context, ref Ref) error {
 	if err := os.RemoveAll(o.staging(ref)); err != nil {
 		return err
 	}
+	o.s.cache.forgetKey(imageKey(ref))
 	return o.s.b.remove(ctx, imageKey(ref))
 }
 

@@ -199,6 +199,9 @@ func TestObjectStoreCache(t *testing.T) {
 	if size, n := o.CacheUsage(); n != 1 || size > 3<<20 {
 		t.Fatalf("cache holds %d images, %d bytes; want the newest only within 3 MiB", n, size)
 	}
+	if got := o.CachedKeys(10); !slices.Equal(got, []string{images.CacheKey(b)}) {
+		t.Errorf("cached keys %q after a's eviction, want b's only", got)
+	}
 	down := o.Stats().Downloaded.Load()
 	dir, err := s.Open(ctx, a)
 	if err != nil {
@@ -209,6 +212,9 @@ func TestObjectStoreCache(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(dir, "fa")); len(got) != 2<<20 || got[0] != 3 {
 		t.Errorf("the downloaded image holds %d bytes", len(got))
+	}
+	if got := o.CachedKeys(10); !slices.Equal(got, []string{images.CacheKey(a)}) {
+		t.Errorf("cached keys %q after a's download, want a's only", got)
 	}
 
 	pinned := objectStore(t, srv, "cache", func(c *images.ObjectStoreConfig) { c.CacheSize = 1 })

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/store"
 )
 
@@ -15,8 +16,11 @@ import (
 // implements it (node-to-node requests); without one every copy starts
 // on the source's node.
 type CopyPlacer interface {
-	// PlaceCopy picks the node one copy starts on: "" is this node.
-	PlaceCopy(ctx context.Context) (node string, err error)
+	// PlaceCopy picks the node one copy starts on: "" is this node. want
+	// names the images the copy restores from (the snapshot's image and
+	// the source's layer, as images.CacheKey names them), so placement
+	// can prefer a node that caches them.
+	PlaceCopy(ctx context.Context, want []string) (node string, err error)
 	// StartCopy has node start a copy of sandbox src from snapshot snap
 	// (StartCopy there) and returns the copy's id.
 	StartCopy(ctx context.Context, node, src, snap string, ttl time.Duration) (id string, err error)
@@ -72,7 +76,7 @@ func (m *Manager) StartCopy(ctx context.Context, srcID, snapID string, ttl time.
 
 // startCopyOn starts one copy of src from snap where p places it.
 func (m *Manager) startCopyOn(ctx context.Context, p CopyPlacer, src store.Sandbox, snap *store.Template, ttl time.Duration) (*Sandbox, error) {
-	node, err := p.PlaceCopy(ctx)
+	node, err := p.PlaceCopy(ctx, restoreKeys(images.Snapshot(snap.ID), src.Content))
 	if err != nil {
 		return nil, err
 	}

@@ -92,25 +92,25 @@ func (m *Manager) loadHandedOver(ctx context.Context, rec *store.Sandbox) error 
 }
 
 // HandOffPaused gives this node's idle paused sandboxes to other nodes,
-// one node per sandbox as pick chooses (placement), and returns how many
-// went. A drained node calls it at its heartbeats: drain moves paused work
+// one node per sandbox as pick chooses (placement, wanting the sandbox's
+// pause image and layer), and returns how many went. A drained node calls it at its heartbeats: drain moves paused work
 // off. Sandboxes with volumes stay (a volume lives on its node's disk).
 // Without shared images it does nothing.
-func (m *Manager) HandOffPaused(ctx context.Context, pick func(context.Context) (string, error)) (int, error) {
+func (m *Manager) HandOffPaused(ctx context.Context, pick PickNode) (int, error) {
 	if !m.cfg.SharedImages {
 		return 0, nil
 	}
-	var ids []string
+	wants := map[string][]string{}
 	m.mu.Lock()
 	for id, e := range m.boxes {
 		if movable(e) {
-			ids = append(ids, id)
+			wants[id] = restoreKeys(images.Pause(id), e.rec.Content)
 		}
 	}
 	m.mu.Unlock()
 	n := 0
-	for _, id := range ids {
-		node, err := pick(ctx)
+	for id, want := range wants {
+		node, err := pick(ctx, want)
 		if err != nil {
 			return n, err
 		}
@@ -157,14 +157,15 @@ func movable(e *entry) bool {
 	return e.state == StatePaused && e.done == nil && len(e.rec.Volumes) == 0
 }
 
-// MoveIfFull hands paused sandbox id to the node pick chooses when this
-// node is full (a resume would pass Config.MaxSandboxes, or leave less
-// than MinFreeMemoryMiB of the host's memory free) and returns that
+// MoveIfFull hands paused sandbox id to the node pick chooses (wanting
+// its pause image and layer) when this node is full (a resume would pass
+// Config.MaxSandboxes, or leave less than MinFreeMemoryMiB of the host's
+// memory free) and returns that
 // node, or "" when the sandbox stays: the node has room, the sandbox is
 // not paused here, has volumes (on this node's disk), images are not
 // shared, or pick chose this node (every node is as full). The caller
 // holds the sandbox (Hold) for the resume it is about to forward.
-func (m *Manager) MoveIfFull(ctx context.Context, id string, pick func(context.Context) (string, error)) (string, error) {
+func (m *Manager) MoveIfFull(ctx context.Context, id string, pick PickNode) (string, error) {
 	if !m.cfg.SharedImages || m.nodes.Load() == nil {
 		return "", nil
 	}
@@ -172,15 +173,16 @@ func (m *Manager) MoveIfFull(ctx context.Context, id string, pick func(context.C
 	e, ok := m.boxes[id]
 	stays := !ok || !movable(e)
 	var memMB int
-	if ok {
-		memMB = e.rec.MemoryMB
+	var want []string
+	if !stays {
+		memMB, want = e.rec.MemoryMB, restoreKeys(images.Pause(id), e.rec.Content)
 	}
 	roomy := m.admitLocked(1) == nil
 	m.mu.Unlock()
 	if stays || (roomy && m.memoryFor(memMB)) {
 		return "", nil
 	}
-	node, err := pick(ctx)
+	node, err := pick(ctx, want)
 	if err != nil || node == m.cfg.ClientID {
 		// Nowhere better: the resume here meets the quota and says so.
 		return "", nil

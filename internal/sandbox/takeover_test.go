@@ -2,9 +2,11 @@ package sandbox
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/images"
 )
 
 // TestHandOffSkipsHeld: a drain does not hand a paused sandbox to another
@@ -20,7 +22,13 @@ func TestHandOffSkipsHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitState(t, sb.ID, StatePaused)
-	pick := func(context.Context) (string, error) { return "node-b", nil }
+	pause := []string{images.CacheKey(images.Pause(sb.ID))}
+	pick := func(_ context.Context, want []string) (string, error) {
+		if !slices.Equal(want, pause) {
+			t.Errorf("hand-off wants %q, want the pause image %q", want, pause)
+		}
+		return "node-b", nil
+	}
 
 	release := e.m.Hold(sb.ID)
 	if n, err := e.m.HandOffPaused(ctx, pick); err != nil || n != 0 {
@@ -66,13 +74,19 @@ func TestMoveIfFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitState(t, paused.ID, StatePaused)
-	toB := func(context.Context) (string, error) { return "node-b", nil }
-	self := func(context.Context) (string, error) { return "node-a", nil }
+	pause := []string{images.CacheKey(images.Pause(paused.ID))}
+	toB := func(_ context.Context, want []string) (string, error) {
+		if !slices.Equal(want, pause) {
+			t.Errorf("move wants %q, want the pause image %q", want, pause)
+		}
+		return "node-b", nil
+	}
+	self := func(context.Context, []string) (string, error) { return "node-a", nil }
 	if node, err := e.m.MoveIfFull(ctx, paused.ID, toB); node != "" || err != nil {
 		t.Fatalf("with room: moved to %q, %v", node, err)
 	}
 	asked := false
-	askSelf := func(ctx context.Context) (string, error) { asked = true; return self(ctx) }
+	askSelf := func(ctx context.Context, want []string) (string, error) { asked = true; return self(ctx, want) }
 	e.m.cfg.FreeMemoryMiB = func() int64 { return MinFreeMemoryMiB + 100 } // less than the sandbox's memory more
 	if node, err := e.m.MoveIfFull(ctx, paused.ID, askSelf); node != "" || err != nil || !asked {
 		t.Fatalf("short of memory: placement asked %v, moved to %q, %v; want asked, and kept here as it picked this node", asked, node, err)

@@ -53,8 +53,8 @@ type copyPlacer struct {
 }
 
 // PlaceCopy implements sandbox.CopyPlacer.
-func (p copyPlacer) PlaceCopy(ctx context.Context) (string, error) {
-	pl, err := p.s.cfg.Nodes.Place(ctx)
+func (p copyPlacer) PlaceCopy(ctx context.Context, want []string) (string, error) {
+	pl, err := p.s.cfg.Nodes.Place(ctx, want...)
 	if err != nil || pl.Self {
 		return "", err
 	}

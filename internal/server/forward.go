@@ -83,8 +83,8 @@ func (s *Server) resumeElsewhere(w http.ResponseWriter, r *http.Request, id stri
 		return false, release
 	}
 	var to cluster.Placement
-	node, err := s.mgr.MoveIfFull(r.Context(), id, func(ctx context.Context) (string, error) {
-		p, err := s.cfg.Nodes.Place(ctx)
+	node, err := s.mgr.MoveIfFull(r.Context(), id, func(ctx context.Context, want []string) (string, error) {
+		p, err := s.cfg.Nodes.Place(ctx, want...)
 		to = p
 		return p.Node, err
 	})
@@ -135,14 +135,15 @@ func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, node, what stri
 }
 
 // placeCreate sends a create from templateID to the node placement picks
-// when that is another node and the template is one every node holds, and
-// reports whether it answered. raw is the body, already read: r's is
+// (preferring one that caches the template's images) when that is
+// another node and the template is one every node holds, and reports
+// whether it answered. raw is the body, already read: r's is
 // consumed.
 func (s *Server) placeCreate(w http.ResponseWriter, r *http.Request, raw []byte, templateID string) bool {
 	if s.cfg.Nodes == nil || r.Header.Get(forwardedHeader) != "" || !s.mgr.Placeable(r.Context(), templateID) {
 		return false
 	}
-	p, err := s.cfg.Nodes.Place(r.Context())
+	p, err := s.cfg.Nodes.Place(r.Context(), s.mgr.TemplateKeys(r.Context(), templateID)...)
 	if err != nil {
 		writeError(w, err)
 		return true

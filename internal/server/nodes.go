@@ -17,8 +17,9 @@ type Nodes interface {
 	// ErrUnavailable that says why.
 	CheckAccepting(ctx context.Context) error
 	// Place picks the node a new sandbox of a template every node holds
-	// goes to (ErrUnavailable if none takes new sandboxes).
-	Place(ctx context.Context) (cluster.Placement, error)
+	// goes to (ErrUnavailable if none takes new sandboxes), preferring
+	// one whose image cache holds the images want names.
+	Place(ctx context.Context, want ...string) (cluster.Placement, error)
 }
 
 // nodeJSON is a node as GET /nodes reports it.

@@ -38,6 +38,10 @@ type Report struct {
 	Load1 float64 `json:"load1"`
 	// Version is the forkbox build the node runs.
 	Version string `json:"version"`
+	// Cached names images its local image cache holds (object keys, as
+	// images.CacheKey makes them), most recently used first and bounded
+	// by the node: placement prefers a node that would not download.
+	Cached []string `json:"cached,omitempty"`
 }
 
 const nodeColumns = `id, url, draining, started_at, heartbeat_at, lease_until, data`

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -23,12 +24,13 @@ func testNodes(t *testing.T, s *Store) {
 	}
 	start := time.UnixMilli(1_700_000_000_123).UTC()
 	b := &Node{ID: "node-b", URL: "http://b:3000", StartedAt: start, HeartbeatAt: start, LeaseUntil: start.Add(10 * time.Second),
-		Report: Report{Capacity: 50, Running: 3, FreeMemoryMiB: 2048, CPUs: 4, Load1: 0.5, Version: "v1"}}
+		Report: Report{Capacity: 50, Running: 3, FreeMemoryMiB: 2048, CPUs: 4, Load1: 0.5, Version: "v1",
+			Cached: []string{"images/pause/x", "content/layer/y"}}}
 	got, err := s.HeartbeatNode(ctx, b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *got != *b {
+	if !reflect.DeepEqual(got, b) {
 		t.Fatalf("first heartbeat stored %+v, want %+v", got, b)
 	}
 	if _, err := s.HeartbeatNode(ctx, &Node{ID: "node-a", URL: "http://a:3000", StartedAt: start, HeartbeatAt: start, LeaseUntil: start}); err != nil {
