@@ -65,21 +65,18 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, id string, cont
 		writeError(w, err)
 		return true, nil
 	case owner == "":
-		if !control {
-			return false, release
-		}
-		return s.resumeElsewhere(w, r, id, release)
+		return s.resumeElsewhere(w, r, id, control, release)
 	}
 	s.proxyTo(w, r, owner, "sandbox "+id)
 	return true, nil
 }
 
-// resumeElsewhere forwards a resume of paused sandbox id, held here by
-// release, to the node placement picks when this node is full, handing
-// the sandbox over first (Manager.MoveIfFull); otherwise this node
-// answers. It is forward's tail for a sandbox this node has.
-func (s *Server) resumeElsewhere(w http.ResponseWriter, r *http.Request, id string, release func()) (bool, func()) {
-	if s.cfg.Nodes == nil || !isResume(r) {
+// resumeElsewhere forwards a request that resumes paused sandbox id, held
+// here by release, to the node placement picks when this node is full,
+// handing the sandbox over first (Manager.MoveIfFull); otherwise this
+// node answers. It is forward's tail for a sandbox this node has.
+func (s *Server) resumeElsewhere(w http.ResponseWriter, r *http.Request, id string, control bool, release func()) (bool, func()) {
+	if s.cfg.Nodes == nil || !s.resumes(r, id, control) {
 		return false, release
 	}
 	var to cluster.Placement
@@ -99,6 +96,17 @@ func (s *Server) resumeElsewhere(w http.ResponseWriter, r *http.Request, id stri
 	release()
 	s.proxyTo(w, r, to.URL, "sandbox "+id)
 	return true, nil
+}
+
+// resumes reports whether r resumes paused sandbox id: a control-API
+// connect or resume, or data-plane traffic for a sandbox that wakes on
+// it (auto-resume).
+func (s *Server) resumes(r *http.Request, id string, control bool) bool {
+	if control {
+		return isResume(r)
+	}
+	sb, err := s.mgr.Get(r.Context(), id)
+	return err == nil && wakesOnTraffic(sb)
 }
 
 // isResume reports whether r asks to resume a sandbox (connect, resume).

@@ -43,4 +43,26 @@ func TestResumeOnFullNodeMoves(t *testing.T) {
 	if !strings.Contains(a.Log(), "this node is full; its paused sandbox resumes on another") {
 		t.Error("node a did not log the move")
 	}
+
+	// Data-plane traffic for an auto-resume sandbox paused on full node a
+	// resumes it on b too: sb3 is paused on a (b drained, sb2 paused to
+	// make room), then sb2 resumes there and fills a again.
+	if _, err := ca.DrainNode(ctx, "node-b"); err != nil {
+		t.Fatal(err)
+	}
+	pause(t, ctx, ca, a, sb2.SandboxID)
+	sb3 := create(t, ctx, ca, client.CreateOptions{AutoResume: true, AutoPause: true})
+	conn3 := ca.Conn(sb3.SandboxID, sb3.EnvdAccessToken)
+	sh(t, ctx, conn3, "echo woken > /tmp/f; nohup sleep 1012 >/dev/null 2>&1 &")
+	pause(t, ctx, ca, a, sb3.SandboxID)
+	if _, err := ca.Connect(ctx, sb2.SandboxID, time.Minute); err != nil {
+		t.Fatalf("resume sb2 on node a: %v", err)
+	}
+	if _, err := ca.UndrainNode(ctx, "node-b"); err != nil {
+		t.Fatal(err)
+	}
+	checkKept(t, ctx, conn3, "woken", "1012") // traffic through node a
+	if info, err := ca.GetSandbox(ctx, sb3.SandboxID); err != nil || info.ClientID != "node-b" || info.State != "running" {
+		t.Fatalf("after traffic woke it: %+v, %v; want it running on node-b", info, err)
+	}
 }

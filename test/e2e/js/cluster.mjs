@@ -79,9 +79,18 @@ test('strict clone ×6 spreads over nodes, every copy with the source\'s memory'
   assert.ok(where.size >= 2, `copies on ${[...where]}`)
 })
 
-test('a template built on node b starts sandboxes on the others', T, async () => {
+test('a template build asked of node a runs where placement says (b) and starts sandboxes on the others', T, async () => {
   const name = `fbx-cluster-${Date.now().toString(36)}`
-  await Template.build(Template().fromImage(IMAGE).runCmd('echo built-on-b > /built', { user: 'root' }), name, via('node-b'))
+  // A new template's first build goes where placement says: a and c
+  // drained, that is b, whichever node is asked.
+  await drain('node-a', true)
+  await drain('node-c', true)
+  try {
+    await Template.build(Template().fromImage(IMAGE).runCmd('echo built-on-b > /built', { user: 'root' }), name, via('node-a'))
+  } finally {
+    await drain('node-a', false)
+    await drain('node-c', false)
+  }
   await drain('node-b', true)
   try {
     const s = keep(await Sandbox.create(name, { timeoutMs: 120_000 }))
