@@ -115,6 +115,27 @@ func Exists(ctx context.Context, s Store, ref Ref) bool {
 	return err == nil
 }
 
+// Staged returns the directory of an image of ref that Create began in an
+// earlier process and nothing committed or aborted, when s keeps those
+// across restarts (an object store: a pause's upload takes seconds, and a
+// daemon killed during it would otherwise lose the sandbox it stopped).
+// Commit seals it as usual.
+func Staged(s Store, ref Ref) (string, bool) {
+	if st, ok := s.(interface{ Staged(Ref) (string, bool) }); ok {
+		return st.Staged(ref)
+	}
+	return "", false
+}
+
+// DropStaged removes the staged images Staged would return, once recovery
+// has committed those it keeps, and returns their refs.
+func DropStaged(s Store) []Ref {
+	if st, ok := s.(interface{ DropStaged() []Ref }); ok {
+		return st.DropStaged()
+	}
+	return nil
+}
+
 // Sweep removes every committed image for which keep is false — after a
 // restart, images no record refers to (a daemon that died between writing
 // an image and recording it, or between forgetting a record and removing

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -46,10 +47,8 @@ type centry struct {
 func openCache(root string, limit int64) (*cache, error) {
 	c := &cache{root: root, limit: limit, pinFor: 15 * time.Minute, entries: map[string]*centry{},
 		loading: map[string]chan struct{}{}, keys: map[string]string{}, now: time.Now, keep: func(string) bool { return false }}
-	for _, d := range []string{"tmp", "staging"} {
-		if err := os.RemoveAll(filepath.Join(root, d)); err != nil {
-			return nil, err
-		}
+	if err := clearScratch(root); err != nil {
+		return nil, err
 	}
 	for _, d := range []string{"objects", "tmp", "staging"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o700); err != nil {
@@ -70,6 +69,27 @@ func openCache(root string, limit int64) (*cache, error) {
 		c.total += size
 	}
 	return c, nil
+}
+
+// clearScratch removes what a previous process left half-made in the
+// cache: downloads and staged content. Staged images stay: a pause whose
+// upload the process did not finish is committed by the sandbox
+// Manager's recovery, and the rest dropped then (ObjectImages.Staged,
+// DropStaged).
+func clearScratch(root string) error {
+	if err := os.RemoveAll(filepath.Join(root, "tmp")); err != nil {
+		return err
+	}
+	ents, _ := os.ReadDir(filepath.Join(root, "staging"))
+	for _, e := range ents {
+		if slices.Contains(Kinds, Kind(e.Name())) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(root, "staging", e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func treeSize(dir string) int64 {

@@ -195,6 +195,32 @@ func (o *ObjectImages) Commit(ctx context.Context, ref Ref) error {
 	return nil
 }
 
+// Staged returns the directory of an image of ref that Create began and
+// nothing committed or aborted: left by a process that died in between,
+// such as in the middle of a pause's upload.
+func (o *ObjectImages) Staged(ref Ref) (string, bool) {
+	if ref.Validate() != nil {
+		return "", false
+	}
+	dir := o.staging(ref)
+	return dir, nonEmpty(dir)
+}
+
+// DropStaged removes every staged image (see Staged) and returns their
+// refs: once recovery has committed what it keeps, the rest is scratch.
+func (o *ObjectImages) DropStaged() []Ref {
+	var out []Ref
+	for _, k := range Kinds {
+		ents, _ := os.ReadDir(filepath.Join(o.s.cache.root, "staging", string(k)))
+		for _, e := range ents {
+			if os.RemoveAll(filepath.Join(o.s.cache.root, "staging", string(k), e.Name())) == nil {
+				out = append(out, Ref{k, e.Name()})
+			}
+		}
+	}
+	return out
+}
+
 // Abort implements Store.
 func (o *ObjectImages) Abort(ctx context.Context, ref Ref) error {
 	if err := ref.Validate(); err != nil {

@@ -402,3 +402,41 @@ func TestObjectContentReleasesStaleHolders(t *testing.T) {
 		t.Errorf("references after the restart: %v, want %v", refs, want)
 	}
 }
+
+// TestObjectStoreStagedAcrossRestart: an image whose upload a killed
+// process cut short is still staged when the store is opened again on
+// the same cache, and commits then; DropStaged removes what is left, and
+// staged content does not survive the reopen.
+func TestObjectStoreStagedAcrossRestart(t *testing.T) {
+	srv := shared(t)
+	cache := t.TempDir()
+	tune := func(c *images.ObjectStoreConfig) { c.CacheDir = cache }
+	o := objectStore(t, srv, "staged", tune)
+	kept, dropped := images.Pause(runtime.NewID()), images.Pause(runtime.NewID())
+	writeImage(t, o.Images(), kept, 1, 64<<10)
+	writeImage(t, o.Images(), dropped, 2, 64<<10)
+	partial, err := o.Content().Create(context.Background(), images.ContentRef{Kind: images.KindLayer, Key: strings.Repeat("ab", 16)})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	o = objectStore(t, srv, "staged", tune) // the process died; another opens the cache
+	if _, err := os.Stat(partial); !os.IsNotExist(err) {
+		t.Errorf("staged content survived the reopen: %v", err)
+	}
+	if _, ok := images.Staged(o.Images(), kept); !ok {
+		t.Fatal("the staged image is gone after the reopen")
+	}
+	if err := o.Images().Commit(context.Background(), kept); err != nil {
+		t.Fatal(err)
+	}
+	if got := images.DropStaged(o.Images()); len(got) != 1 || got[0] != dropped {
+		t.Errorf("DropStaged removed %v, want only %v", got, dropped)
+	}
+	if _, ok := images.Staged(o.Images(), dropped); ok {
+		t.Error("a dropped image is still staged")
+	}
+	if _, err := o.Images().Open(context.Background(), kept); err != nil {
+		t.Errorf("open the image committed after the reopen: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -169,10 +170,18 @@ func (m *Manager) restoreCopy(ctx context.Context, src store.Sandbox, snap *stor
 
 func (m *Manager) killAll(ctx context.Context, sbs []*Sandbox) {
 	for _, sb := range sbs {
-		if sb != nil {
-			if err := m.killCopy(ctx, sb); err != nil && !errdefs.IsNotFound(err) {
-				m.log.Error("undo clone", "sandbox", sb.ID, "err", err)
-			}
+		if sb == nil {
+			continue
+		}
+		err := m.killCopy(ctx, sb)
+		switch {
+		case err == nil || errdefs.IsNotFound(err):
+		case errors.Is(err, errdefs.ErrUnavailable) && !m.owns(sb.ClientID):
+			m.log.Warn("undo clone: the copy's node does not answer; it is killed once the node answers or is declared dead",
+				"sandbox", sb.ID, "node", sb.ClientID, "err", err)
+			go m.killCopyLater(ctx, sb)
+		default:
+			m.log.Error("undo clone", "sandbox", sb.ID, "err", err)
 		}
 	}
 }

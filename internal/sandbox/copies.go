@@ -102,3 +102,42 @@ func (m *Manager) killCopy(ctx context.Context, sb *Sandbox) error {
 	}
 	return m.Kill(ctx, sb.ID)
 }
+
+// copyKillRetry is how often the undo of a failed strict clone asks a
+// node that did not answer again to kill its copy; copyKillPatience how
+// long it goes on (a node's lease runs out well before).
+const (
+	copyKillRetry    = 2 * time.Second
+	copyKillPatience = 10 * time.Minute
+)
+
+// killCopyLater kills copy sb of a failed strict clone, which runs on a
+// node that did not answer (killed -9, cut off): once the node answers
+// again (a quick restart brings its sandboxes back), or not at all once
+// its record says it is gone (the node was declared dead and its
+// sandboxes lost; its restart then removes them). Without this the copy
+// of a clone the client saw fail would run on after such a restart.
+func (m *Manager) killCopyLater(ctx context.Context, sb *Sandbox) {
+	done := ctx.Done()
+	if run := m.pool.runCtx.Load(); run != nil {
+		done = (*run).Done()
+	}
+	t := time.NewTicker(copyKillRetry)
+	defer t.Stop()
+	for deadline := m.now().Add(copyKillPatience); m.now().Before(deadline); {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		rec, err := m.st.GetSandbox(ctx, sb.ID)
+		if errdefs.IsNotFound(err) || (err == nil && State(rec.State) == StateKilled) {
+			return
+		}
+		if err := m.killCopy(ctx, sb); err == nil || errdefs.IsNotFound(err) {
+			m.log.Info("undo clone: copy killed on its node", "sandbox", sb.ID, "node", sb.ClientID)
+			return
+		}
+	}
+	m.log.Error("undo clone: gave up killing a copy on a node that never answered", "sandbox", sb.ID, "node", sb.ClientID)
+}

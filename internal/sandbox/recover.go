@@ -39,6 +39,9 @@ func (m *Manager) Recover(ctx context.Context) error {
 		known[rec.ID] = true
 		errs = append(errs, m.recoverOne(ctx, rec, live[rec.ID]))
 	}
+	for _, ref := range images.DropStaged(m.img) {
+		m.log.Warn("removed an image a stopped daemon left unfinished", "image", ref.String())
+	}
 	m.removeOrphanImages(ctx)
 	m.holdSnapshots(ctx)
 	for id := range live {
@@ -88,7 +91,7 @@ func (m *Manager) recoverOne(ctx context.Context, rec *store.Sandbox, in runtime
 		m.dropPauseImage(ctx, e)
 		m.log.Info("reattached sandbox", "sandbox", rec.ID, "was", st)
 		return m.adopt(e, StateRunning)
-	case !running && hasImage:
+	case !running && (hasImage || (st == StatePausing && m.commitStaged(ctx, e))):
 		if in.ID != "" {
 			m.rt.Delete(ctx, rec.ID)
 		}
@@ -97,6 +100,29 @@ func (m *Manager) recoverOne(ctx context.Context, rec *store.Sandbox, in runtime
 	default:
 		return m.bury(ctx, e, in.ID != "")
 	}
+}
+
+// commitStaged commits the pause image of e that a daemon killed during
+// its upload left staged (images.Staged) and reports whether e is paused
+// with it now. The checkpoint had stopped the sandbox (the runtime no
+// longer runs it), which runsc does only once the image is written.
+func (m *Manager) commitStaged(ctx context.Context, e *entry) bool {
+	ref := images.Pause(e.rec.ID)
+	if _, ok := images.Staged(m.img, ref); !ok {
+		return false
+	}
+	if err := m.img.Commit(ctx, ref); err != nil {
+		m.log.Error("commit the pause image a killed daemon left", "sandbox", e.rec.ID, "err", err)
+		return false
+	}
+	dir, err := m.img.Open(ctx, ref)
+	if err != nil {
+		m.log.Error("open the pause image a killed daemon left", "sandbox", e.rec.ID, "err", err)
+		return false
+	}
+	e.rec.ImageDir = dir
+	m.log.Warn("a pause cut short by the daemon's death is finished: its image is kept", "sandbox", e.rec.ID)
+	return true
 }
 
 // bury records a sandbox that did not survive the daemon's absence as
