@@ -45,7 +45,8 @@ func templateRef(w http.ResponseWriter, r *http.Request) (ref string, create boo
 // forwardTemplate sends r to the home node of the template it is about
 // when that is another live node, and reports whether it answered.
 func (s *Server) forwardTemplate(w http.ResponseWriter, r *http.Request) bool {
-	if s.cfg.Nodes == nil || s.cfg.Templates == nil || len(r.Header.Values(forwardedHeader)) >= maxForwardHops {
+	if s.cfg.Nodes == nil || s.cfg.Templates == nil || !s.cfg.Templates.Clustered() ||
+		len(r.Header.Values(forwardedHeader)) >= maxForwardHops {
 		return false
 	}
 	ref, create := templateRef(w, r)

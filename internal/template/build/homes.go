@@ -24,6 +24,10 @@ import (
 // shared reports whether the records are a cluster's.
 func (s *Service) shared() bool { return s.cfg.NodeID != "" }
 
+// Clustered reports whether the records are a cluster's (Config.NodeID):
+// only then do template requests go to another node.
+func (s *Service) Clustered() bool { return s.shared() }
+
 // putHomeLocked writes r's row in the store; s.mu held. A record another
 // node took over is ErrConflict, a name another record has
 // ErrAlreadyExists.
