@@ -14,6 +14,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/forkbox/forkbox/client"
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/store"
 )
 
@@ -73,7 +74,7 @@ func (r *run) split(ctx context.Context, p *problems, prefix string, parts int) 
 // bucketProblems checks the bucket of a stopped cluster against what it
 // listed and its records: exactly the paused sandboxes' pause images and
 // the snapshots' images, every content entry a record names, and each
-// running sandbox's content in its node's cache. It counts the content
+// running sandbox's layer in its node's cache. It counts the content
 // entries.
 func (r *run) bucketProblems(p *problems, l listed) int {
 	ctx := context.Background()
@@ -101,8 +102,10 @@ func (r *run) bucketProblems(p *problems, l listed) int {
 	return len(content)
 }
 
-// cacheProblems checks each running sandbox's content (what it runs on) is
-// in its node's image cache, where the cache never evicts it from.
+// cacheProblems checks each running sandbox's layer (the root filesystem
+// it reads for its whole life) is in its node's image cache, which never
+// evicts it. Its template image is not: a sandbox restored from a snapshot
+// (a clone's copy on another node) holds it but never opened it there.
 func (r *run) cacheProblems(ctx context.Context, p *problems) {
 	sbs, _, err := r.cl.st.ListSandboxes(ctx, store.SandboxFilter{States: []string{"running"}})
 	if err != nil {
@@ -115,6 +118,9 @@ func (r *run) cacheProblems(ctx context.Context, p *problems) {
 			continue
 		}
 		for _, ref := range sb.Content {
+			if ref.Kind != images.KindLayer {
+				continue
+			}
 			manifest, err := r.cl.object(ctx, "content/"+ref.String())
 			if err != nil {
 				continue // reported by bucketProblems
