@@ -163,3 +163,38 @@ func (s *Server) placeCreate(w http.ResponseWriter, r *http.Request, raw []byte,
 	s.proxyTo(w, r, p.URL, "a create placed on node "+p.Node)
 	return true
 }
+
+// forwardVolume sends r to the node keeping the storage of the volume it
+// is about (home says which: sandbox.Manager.VolumeHome, CreateHome) when
+// that is another node, and reports whether it answered; writeErr answers
+// home's error in the route's shape.
+func (s *Server) forwardVolume(w http.ResponseWriter, r *http.Request, what string, home func() (string, error), writeErr func(http.ResponseWriter, error)) bool {
+	if len(r.Header.Values(forwardedHeader)) >= maxForwardHops {
+		return false
+	}
+	url, err := home()
+	switch {
+	case err != nil:
+		writeErr(w, err)
+		return true
+	case url == "":
+		return false
+	}
+	s.proxyTo(w, r, url, what)
+	return true
+}
+
+// forwardCreate sends a create that mounts volumes (named, or a
+// snapshot's) to the node keeping them when that is another node: the
+// sandbox must run where its volumes are, so this comes before placement.
+// raw is the body, already read. It reports whether it answered.
+func (s *Server) forwardCreate(w http.ResponseWriter, r *http.Request, raw []byte, body createBody) bool {
+	var names []string
+	for _, vm := range body.VolumeMounts {
+		names = append(names, vm.Name)
+	}
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(raw)), int64(len(raw))
+	return s.forwardVolume(w, r, "a create mounting volumes", func() (string, error) {
+		return s.mgr.CreateHome(r.Context(), body.TemplateID, names)
+	}, writeError)
+}

@@ -28,7 +28,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, alwaysSecure boo
 	// decode is answered here, after the drain check as before.
 	var body createBody
 	derr := decodeJSON(raw, &body, false)
-	if derr == nil && s.placeCreate(w, r, raw, body.TemplateID) {
+	if derr == nil && (s.forwardCreate(w, r, raw, body) || s.placeCreate(w, r, raw, body.TemplateID)) {
 		return
 	}
 	if !s.acceptsNew(w, r) {

@@ -40,10 +40,15 @@ func (s *Server) volumeContentRoutes(mux *http.ServeMux) {
 	})
 }
 
-// withVolume opens the volume the request names with its bearer token.
+// withVolume opens the volume the request names with its bearer token
+// (on the node keeping its storage: another node forwards the request).
 func (s *Server) withVolume(h func(http.ResponseWriter, *http.Request, *volumes.Content, string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		c, err := s.mgr.VolumeContent(r.Context(), r.PathValue("id"), apiKey(r))
+		id := r.PathValue("id")
+		if s.forwardVolume(w, r, "volume "+id, func() (string, error) { return s.mgr.VolumeHome(r.Context(), id) }, writeContentError) {
+			return
+		}
+		c, err := s.mgr.VolumeContent(r.Context(), id, apiKey(r))
 		if err != nil {
 			writeContentError(w, err)
 			return

@@ -78,9 +78,14 @@ func (s *Server) getVolume(w http.ResponseWriter, r *http.Request) {
 }
 
 // deleteVolume answers DELETE /volumes/{id}: 204, 404, or 409 while a
-// sandbox mounts it.
+// sandbox mounts it. In a cluster the volume's node answers: it has the
+// storage and the sandboxes mounting it.
 func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request) {
-	if err := s.mgr.DeleteVolume(r.Context(), r.PathValue("id")); err != nil {
+	id := r.PathValue("id")
+	if s.forwardVolume(w, r, "volume "+id, func() (string, error) { return s.mgr.VolumeHome(r.Context(), id) }, writeError) {
+		return
+	}
+	if err := s.mgr.DeleteVolume(r.Context(), id); err != nil {
 		writeError(w, err)
 		return
 	}

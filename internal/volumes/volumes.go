@@ -94,19 +94,20 @@ func (h *Host) Create(ctx context.Context, id string, sizeMB int) (err error) {
 }
 
 // Ensure mounts volume id if it is not mounted (after a host reboot the
-// image is there, the mount is not).
+// image is there, the mount is not). A volume with no storage here
+// (another node's) is ErrNotFound and leaves nothing behind.
 func (h *Host) Ensure(ctx context.Context, id string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if _, err := os.Stat(h.image(id)); err != nil {
+		return fmt.Errorf("volume %s storage: %w", id, errdefs.ErrNotFound)
+	}
 	dir := h.Dir(id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	if isMountPoint(dir) {
 		return nil
-	}
-	if _, err := os.Stat(h.image(id)); err != nil {
-		return fmt.Errorf("volume %s storage: %w", id, errdefs.ErrNotFound)
 	}
 	if err := mountImage(h.image(id), dir); err != nil {
 		return fmt.Errorf("volume %s: %w", id, err)

@@ -145,3 +145,19 @@ func TestEnsureRemounts(t *testing.T) {
 		t.Errorf("after a remount: %+v %v", e, err)
 	}
 }
+
+// TestEnsureElsewhere: a volume whose storage is on another node (none
+// here) is not found, and its Ensure leaves no directory behind (a
+// cluster's create placed away from its volume's node did).
+func TestEnsureElsewhere(t *testing.T) {
+	h, err := New(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Ensure(context.Background(), "elsewhere"); !errdefs.IsNotFound(err) {
+		t.Fatalf("Ensure of a volume with no storage here: %v, want not found", err)
+	}
+	if ids, err := h.IDs(); err != nil || len(ids) != 0 {
+		t.Errorf("storage left: %v %v", ids, err)
+	}
+}

@@ -6,9 +6,15 @@
 // belongs to a sandbox, snapshot or template the daemon lists, and each
 // listed one exists.
 //
+// TestChaosCluster does the same on a cluster (cluster_test.go): two
+// nodes on one PostgreSQL database and one bucket, operations sent to
+// either node, node kills and database restarts, each node's host and the
+// bucket accounted for.
+//
 // The run is seeded: the seed is logged, and FORKBOX_CHAOS_SEED=<seed>
 // replays the same choices (timing still differs, so a race may need a few
-// runs). FORKBOX_CHAOS_ROUNDS changes the number of rounds (default 200).
+// runs). FORKBOX_CHAOS_ROUNDS changes the number of rounds (default 200;
+// 80 for the cluster).
 package chaos
 
 import (
@@ -60,8 +66,24 @@ func TestChaos(t *testing.T) {
 		// once unpacked, so every blob on disk is a leak.
 		"--registry-mirror", "docker.io=" + reg, "--oci-blob-cache", "0",
 	}})
-	r := &run{t: t, d: d, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), start: time.Now()}
-	r.connect()
+	r := newRun(t, seed, []*node{{index: daemontest.NetworkIndex(), d: d}})
+	n, elapsed := r.rounds(rounds, budget)
+	t.Logf("chaos: %d of %d rounds in %s, %d daemon kills; ops: %v", n, rounds, elapsed.Round(time.Millisecond), r.kills, r.stats.summary())
+}
+
+// newRun makes the run of seed on nodes, their daemons started.
+func newRun(t *testing.T, seed uint64, nodes []*node) *run {
+	r := &run{t: t, nodes: nodes, lastFault: -10, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), start: time.Now()}
+	for _, n := range nodes {
+		r.connect(n)
+	}
+	return r
+}
+
+// rounds runs up to rounds rounds within budget, accounting every
+// accountEvery and after the last, then empties the run. It returns the
+// rounds run and how long they took; a run the budget cut short fails.
+func (r *run) rounds(rounds int, budget time.Duration) (int, time.Duration) {
 	start := time.Now()
 	n := 0
 	for ; n < rounds && time.Since(start) < budget; n++ {
@@ -75,10 +97,10 @@ func TestChaos(t *testing.T) {
 		r.account(n)
 	}
 	r.empty()
-	t.Logf("chaos: %d of %d rounds in %s, %d daemon kills; ops: %v", n, rounds, elapsed.Round(time.Millisecond), r.kills, r.stats.summary())
 	if n < rounds {
-		t.Errorf("chaos: the %s budget cut the run to %d of %d rounds", budget, n, rounds)
+		r.t.Errorf("chaos: the %s budget cut the run to %d of %d rounds", budget, n, rounds)
 	}
+	return n, elapsed
 }
 
 // seedAndRounds reads FORKBOX_CHAOS_SEED and FORKBOX_CHAOS_ROUNDS.
@@ -104,26 +126,31 @@ func seedAndRounds(t *testing.T) (uint64, int) {
 
 // run is one chaos run's state.
 type run struct {
-	t     *testing.T
-	d     *daemontest.Daemon
-	c     *client.Client
+	t *testing.T
+	// nodes are the run's daemons: one, or a cluster's nodes.
+	nodes []*node
+	// cl is the cluster's shared database and bucket (nil for one daemon
+	// on SQLite and its disk).
+	cl    *cluster
 	rng   *rand.Rand // only the round's goroutine draws from it
 	kills int
-	stats stats
+	// lastFault is the last round with a kill or a database restart.
+	lastFault int
+	// losses counts the kills whose node's sandboxes were lost, dbRestarts
+	// the database's restarts.
+	losses, dbRestarts int
+	// failures are the accounting's failures not yet traced in the logs.
+	failures []string
+	stats    stats
 	// start is when the run began; pids are its daemons' process ids, one
 	// per start (template.go).
 	start time.Time
 	pids  []int
 }
 
-// connect makes the client of the daemon just (re)started.
-func (r *run) connect() {
-	r.c = client.New(r.d.URL, r.d.APIKey)
-	r.pids = append(r.pids, r.d.Pid())
-}
-
-// round starts one to three operations at once on random targets and, now
-// and then, kill -9s the daemon while they run and restarts it.
+// round starts one to three operations at once on random targets, each
+// sent to a random node, and, now and then, kill -9s a node while they run
+// and restarts it (or, in a cluster, restarts the database under them).
 func (r *run) round(n int) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
@@ -131,27 +158,41 @@ func (r *run) round(n int) {
 	snaps := r.snapshots(ctx)
 	tpls := r.userTemplates(ctx)
 	var wg sync.WaitGroup
-	for range 1 + r.rng.IntN(3) {
-		op := r.pick(live, snaps, tpls)
-		wg.Go(func() { r.stats.add(op.name, op.do(ctx, r.c)) })
+	ops := make([]op, 1+r.rng.IntN(3))
+	errs := make([]error, len(ops))
+	for i := range ops {
+		ops[i] = r.pick(live, snaps, tpls)
+		c := r.anyNode().c
+		wg.Go(func() { errs[i] = ops[i].do(ctx, c) })
 	}
-	if r.rng.IntN(12) == 0 {
+	switch {
+	case r.cl != nil && r.rng.IntN(dbRestartOdds) == 0:
+		r.lastFault = n
+		r.restartDatabase(n, &wg)
+	case r.rng.IntN(12) == 0:
+		r.lastFault = n
 		time.Sleep(time.Duration(r.rng.IntN(400)) * time.Millisecond)
-		r.d.Kill9()
+		nd := r.anyNode()
+		nd.d.Kill9()
 		r.kills++
 		wg.Wait()
-		r.d.Restart()
-		r.connect()
-		r.t.Logf("round %d: daemon killed with SIGKILL and restarted", n)
-		return
+		lost := r.maybeLose(nd)
+		nd.d.Restart()
+		r.connect(nd)
+		r.t.Logf("round %d: %s killed with SIGKILL and restarted%s", n, nd, lost)
 	}
 	wg.Wait()
+	for i, o := range ops {
+		// A fault's aftermath (a pool's broken connections) outlasts its
+		// round by one.
+		r.stats.add(o.name, errs[i], r.lastFault >= n-1)
+	}
 }
 
 // live lists the running and paused sandboxes (nil if the daemon does not
 // answer).
 func (r *run) live(ctx context.Context) []client.SandboxInfo {
-	list, _, err := r.c.ListSandboxes(ctx, client.ListOptions{State: []string{"running", "paused"}})
+	list, _, err := r.api().ListSandboxes(ctx, client.ListOptions{State: []string{"running", "paused"}})
 	if err != nil {
 		r.t.Logf("list sandboxes: %v", err)
 	}
@@ -160,7 +201,7 @@ func (r *run) live(ctx context.Context) []client.SandboxInfo {
 
 // snapshots lists the snapshots (nil if the daemon does not answer).
 func (r *run) snapshots(ctx context.Context) []client.SnapshotInfo {
-	list, _, err := r.c.ListSnapshots(ctx, client.SnapshotListOptions{})
+	list, _, err := r.api().ListSnapshots(ctx, client.SnapshotListOptions{})
 	if err != nil {
 		r.t.Logf("list snapshots: %v", err)
 	}

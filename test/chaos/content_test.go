@@ -39,7 +39,7 @@ func (r *run) userTemplates(ctx context.Context) []client.Template {
 
 // templates lists the run's user templates and the daemon's built-in ones.
 func (r *run) templates(ctx context.Context) (user, builtin []client.Template) {
-	all, err := r.c.ListTemplates(ctx)
+	all, err := r.api().ListTemplates(ctx)
 	if err != nil {
 		r.t.Logf("list templates: %v", err)
 	}
@@ -113,7 +113,7 @@ func (r *run) waitBuilds(ctx context.Context) {
 // building reports whether a build of template id runs (GET
 // /templates/{id}, whose builds the Go SDK does not read).
 func (r *run) building(id string) bool {
-	resp, err := r.d.Do(http.MethodGet, "/templates/"+id, nil)
+	resp, err := r.nodes[0].d.Do(http.MethodGet, "/templates/"+id, nil)
 	if err != nil {
 		return false
 	}
@@ -133,7 +133,7 @@ func (r *run) building(id string) bool {
 // contentEntries lists the content entries on disk (kind/key) and adds a
 // problem for each half-written or half-removed one.
 func (r *run) contentEntries(p *problems) []string {
-	root := filepath.Join(r.d.DataDir, "images")
+	root := filepath.Join(r.nodes[0].d.DataDir, "images")
 	var out []string
 	for _, k := range images.ContentKinds {
 		for _, name := range dirNames(filepath.Join(root, string(k))) {
@@ -157,33 +157,13 @@ func (r *run) contentEntries(p *problems) []string {
 func (r *run) contentProblems(p *problems, builtinOnly bool) []string {
 	ctx := context.Background()
 	onDisk := r.contentEntries(p)
-	st, err := store.Open(ctx, r.d.DataDir)
+	st, err := store.Open(ctx, r.nodes[0].d.DataDir)
 	if err != nil {
 		p.add("open the records: %v", err)
 		return onDisk
 	}
 	defer st.Close()
-	named := map[string]string{} // entry → a holder naming it
-	sbs, _, err := st.ListSandboxes(ctx, store.SandboxFilter{States: []string{"running", "paused"}})
-	if err != nil {
-		p.add("list sandbox records: %v", err)
-	}
-	for _, sb := range sbs {
-		for _, ref := range sb.Content {
-			named[ref.String()] = "sandbox " + sb.ID
-		}
-	}
-	for _, kind := range []string{store.KindTemplate, store.KindSnapshot} {
-		tpls, err := st.ListTemplates(ctx, kind)
-		if err != nil {
-			p.add("list %s records: %v", kind, err)
-		}
-		for _, t := range tpls {
-			for _, ref := range t.Content {
-				named[ref.String()] = kind + " " + t.ID
-			}
-		}
-	}
+	named := recordedContent(ctx, st, p)
 	for e, holder := range named {
 		if !slices.Contains(onDisk, e) {
 			p.add("content %s of %s is gone", e, holder)
@@ -208,20 +188,47 @@ func (r *run) contentProblems(p *problems, builtinOnly bool) []string {
 	return onDisk
 }
 
-// ociProblems checks the OCI caches of a stopped daemon run with
+// recordedContent maps each content entry (kind/key) a live sandbox, a
+// snapshot or a template record names to a holder naming it.
+func recordedContent(ctx context.Context, st *store.Store, p *problems) map[string]string {
+	named := map[string]string{}
+	sbs, _, err := st.ListSandboxes(ctx, store.SandboxFilter{States: []string{"running", "paused"}})
+	if err != nil {
+		p.add("list sandbox records: %v", err)
+	}
+	for _, sb := range sbs {
+		for _, ref := range sb.Content {
+			named[ref.String()] = "sandbox " + sb.ID
+		}
+	}
+	for _, kind := range []string{store.KindTemplate, store.KindSnapshot} {
+		tpls, err := st.ListTemplates(ctx, kind)
+		if err != nil {
+			p.add("list %s records: %v", kind, err)
+		}
+		for _, t := range tpls {
+			for _, ref := range t.Content {
+				named[ref.String()] = kind + " " + t.ID
+			}
+		}
+	}
+	return named
+}
+
+// ociProblems checks the OCI caches of stopped node n, run with
 // --oci-blob-cache 0: no blob outlives its image's unpack, no download was
 // left half done, and no unpacked-image cache of its own exists (an
 // unpacked image is a layer).
-func (r *run) ociProblems(p *problems) {
-	dir := filepath.Join(r.d.DataDir, "oci")
+func (r *run) ociProblems(p *problems, n *node) {
+	dir := filepath.Join(n.d.DataDir, "oci")
 	if blobs := dirNames(filepath.Join(dir, "blobs", "sha256")); len(blobs) > 0 {
-		p.add("OCI blobs kept with a cache bound of 0: %v", blobs)
+		p.add("%s: OCI blobs kept with a cache bound of 0: %v", n, blobs)
 	}
 	if tmp := dirNames(filepath.Join(dir, "blobs", "tmp")); len(tmp) > 0 {
-		p.add("OCI downloads left half done: %v", tmp)
+		p.add("%s: OCI downloads left half done: %v", n, tmp)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "rootfs")); err == nil {
-		p.add("an OCI unpack cache (oci/rootfs) exists")
+		p.add("%s: an OCI unpack cache (oci/rootfs) exists", n)
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/forkbox/forkbox/internal/daemon"
-	"github.com/forkbox/forkbox/internal/daemon/daemontest"
 	"github.com/forkbox/forkbox/internal/runtime/gvisor"
 )
 
@@ -23,11 +22,11 @@ import (
 // in (below the daemon's cgroup parent, named by its container).
 var cgroupControllers = []string{"memory", "pids", "cpu"}
 
-// cgroupDirs are the sandbox cgroups of the run's daemon under controller:
-// its cgroup parent is its own (daemon.CgroupParent), so other daemons on
-// the machine never show up here.
-func cgroupDirs(controller string) []string {
-	parent := daemon.CgroupParent(daemontest.NetworkIndex())
+// cgroupDirs are the sandbox cgroups under controller of the run's daemon
+// of network index: its cgroup parent is its own (daemon.CgroupParent), so
+// other daemons on the machine never show up here.
+func cgroupDirs(index int, controller string) []string {
+	parent := daemon.CgroupParent(index)
 	ents, _ := os.ReadDir(filepath.Join("/sys/fs/cgroup", controller, parent))
 	var out []string
 	for _, e := range ents {
@@ -38,39 +37,46 @@ func cgroupDirs(controller string) []string {
 	return out
 }
 
-// hostProblems compares what a stopped daemon left on the host with what it
-// listed: exactly the running sandboxes' containers, processes, namespaces,
-// cgroups, links and firewall objects, and exactly the paused sandboxes'
-// and the snapshots' images. Pooled and standby containers are the
-// daemon's own and must be gone once it has stopped.
-func (r *run) hostProblems(l listed) []string {
+// hostProblems compares what stopped node n left on the host with what
+// was listed for it: exactly its running sandboxes' containers, processes,
+// namespaces, cgroups, links and firewall objects, and exactly the paused
+// sandboxes' and the snapshots' images (none with a cluster's bucket).
+// Pooled and standby containers are the daemon's own and must be gone once
+// it has stopped.
+func (r *run) hostProblems(n *node, l listed) []string {
 	want := l.cids()
 	var p problems
-	root := filepath.Join(r.d.DataDir, "runtime", "runsc")
+	dataDir := n.d.DataDir
+	root := filepath.Join(dataDir, "runtime", "runsc")
 	procs := map[string]bool{}
 	for _, rp := range gvisor.RunscProcesses(root) {
 		procs[rp.Container] = true
 	}
 	p.same("runsc processes' containers", slices.Sorted(maps.Keys(procs)), want)
-	p.same("runsc containers", r.runscList(root, &p), want)
-	p.same("network namespaces", netnsNames(), want)
+	p.same("runsc containers", runscList(n.d.Bin, root, &p), want)
+	p.same("network namespaces", netnsNames(n.index), want)
 	for _, c := range cgroupControllers {
-		p.same(c+" cgroups", cgroupDirs(c), want)
+		p.same(c+" cgroups", cgroupDirs(n.index, c), want)
 	}
-	links := r.links(&p)
+	links := hostLinks(n.index, &p)
 	p.same("host links' sandboxes", slices.Sorted(maps.Values(links)), want)
-	r.nftProblems(&p, slices.Sorted(maps.Keys(links)))
-	images := filepath.Join(r.d.DataDir, "images")
-	p.same("pause images", dirNames(filepath.Join(images, "paused")), l.paused)
-	p.same("snapshot images", dirNames(filepath.Join(images, "snapshots")), l.snapshots)
-	p.same("sandbox bundles", dirNames(filepath.Join(r.d.DataDir, "runtime", "sandboxes")), l.running)
+	nftProblems(&p, n.index, slices.Sorted(maps.Keys(links)))
+	images := filepath.Join(dataDir, "images")
+	if r.cl != nil {
+		// With the bucket, images are there and in the cache only.
+		p.same("images on local disk", dirNames(images), nil)
+	} else {
+		p.same("pause images", dirNames(filepath.Join(images, "paused")), l.paused)
+		p.same("snapshot images", dirNames(filepath.Join(images, "snapshots")), l.snapshots)
+	}
+	p.same("sandbox bundles", dirNames(filepath.Join(dataDir, "runtime", "sandboxes")), l.running)
 	var policies []string
-	for _, name := range dirNames(fmt.Sprintf("/run/forkbox/forkbox%d", daemontest.NetworkIndex())) {
+	for _, name := range dirNames(fmt.Sprintf("/run/forkbox/forkbox%d", n.index)) {
 		policies = append(policies, strings.TrimSuffix(name, ".json"))
 	}
 	p.same("saved network policies", policies, want)
-	r.volumeProblems(&p, l, want)
-	for _, c := range dirNames(filepath.Join(r.d.DataDir, "runtime", "containers")) {
+	volumeProblems(&p, dataDir, l, want)
+	for _, c := range dirNames(filepath.Join(dataDir, "runtime", "containers")) {
 		if !slices.Contains(want, c) {
 			p.add("container bundle %s belongs to no running sandbox", c)
 		}
@@ -105,9 +111,9 @@ func (p *problems) same(what string, got, want []string) {
 	}
 }
 
-// runscList is runsc's own list of containers under root.
-func (r *run) runscList(root string, p *problems) []string {
-	out, err := exec.Command(filepath.Join(r.d.Bin, "runsc"), "--root", root, "list", "--format=json").Output()
+// runscList is runsc's own list of containers under root (runsc in bin).
+func runscList(bin, root string, p *problems) []string {
+	out, err := exec.Command(filepath.Join(bin, "runsc"), "--root", root, "list", "--format=json").Output()
 	if err != nil {
 		p.add("runsc list: %v", err)
 		return nil
@@ -123,26 +129,27 @@ func (r *run) runscList(root string, p *problems) []string {
 	return ids
 }
 
-// netnsNames are the run's network namespaces, by container.
-func netnsNames() []string {
+// netnsNames are the network namespaces of the run's daemon of network
+// index, by container.
+func netnsNames(index int) []string {
 	var out []string
 	for _, name := range dirNames("/var/run/netns") {
-		if id, ok := strings.CutPrefix(name, daemontest.NetNSPrefix()); ok {
+		if id, ok := strings.CutPrefix(name, fmt.Sprintf("fbx%d-", index)); ok {
 			out = append(out, id)
 		}
 	}
 	return out
 }
 
-// links maps the run's host-side veth names to the container their alias
-// names.
-func (r *run) links(p *problems) map[string]string {
+// hostLinks maps the host-side veth names of the run's daemon of network
+// index to the container their alias names.
+func hostLinks(index int, p *problems) map[string]string {
 	all, err := netlink.LinkList()
 	if err != nil {
 		p.add("list links: %v", err)
 		return nil
 	}
-	prefix := fmt.Sprintf("fb%dh", daemontest.NetworkIndex())
+	prefix := fmt.Sprintf("fb%dh", index)
 	out := map[string]string{}
 	for _, l := range all {
 		if a := l.Attrs(); strings.HasPrefix(a.Name, prefix) {
@@ -153,15 +160,16 @@ func (r *run) links(p *problems) map[string]string {
 	return out
 }
 
-// nftProblems checks the firewall table holds per-sandbox objects (verdict
-// map elements, chains, sets) for the host links in links and no others.
-func (r *run) nftProblems(p *problems, links []string) {
+// nftProblems checks the firewall table of network index holds per-sandbox
+// objects (verdict map elements, chains, sets) for the host links in links
+// and no others.
+func nftProblems(p *problems, index int, links []string) {
 	c, err := nftables.New()
 	if err != nil {
 		p.add("nftables: %v", err)
 		return
 	}
-	t := &nftables.Table{Name: fmt.Sprintf("forkbox%d", daemontest.NetworkIndex()), Family: nftables.TableFamilyINet}
+	t := &nftables.Table{Name: fmt.Sprintf("forkbox%d", index), Family: nftables.TableFamilyINet}
 	for _, name := range []string{"policy", "natpolicy"} {
 		set, err := c.GetSetByName(t, name)
 		if err != nil {
@@ -179,12 +187,12 @@ func (r *run) nftProblems(p *problems, links []string) {
 		}
 		p.same("nftables "+name+" elements", keys, links)
 	}
-	r.nftSlotObjects(p, c, t, len(links))
+	nftSlotObjects(p, c, t, len(links))
 }
 
 // nftSlotObjects counts the per-sandbox chains (sb<N>, nat<N>) and sets
 // (a<N>, d<N>): one of each per sandbox link.
-func (r *run) nftSlotObjects(p *problems, c *nftables.Conn, t *nftables.Table, n int) {
+func nftSlotObjects(p *problems, c *nftables.Conn, t *nftables.Table, n int) {
 	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyINet)
 	if err != nil {
 		p.add("nftables chains: %v", err)
@@ -220,14 +228,14 @@ func slotKind(name string, prefixes ...string) string {
 	return ""
 }
 
-// volumeProblems accounts for volumes: one attach directory per running
-// container (paused sandboxes hold none), the storage of exactly the
-// listed volumes, each mounted once, and no other mount of the daemon's
-// volumes anywhere under the data dir.
-func (r *run) volumeProblems(p *problems, l listed, cids []string) {
-	attach := filepath.Join(r.d.DataDir, "runtime", "volumes")
+// volumeProblems accounts for the volumes of the daemon of dataDir: one
+// attach directory per running container (paused sandboxes hold none),
+// the storage of exactly the listed volumes, each mounted once, and no
+// other mount of the daemon's volumes anywhere under the data dir.
+func volumeProblems(p *problems, dataDir string, l listed, cids []string) {
+	attach := filepath.Join(dataDir, "runtime", "volumes")
 	p.same("volume attach dirs", dirNames(attach), cids)
-	store := filepath.Join(r.d.DataDir, "volumes")
+	store := filepath.Join(dataDir, "volumes")
 	p.same("volume storage", dirNames(store), l.volumes)
 	mounts := mountPoints()
 	for _, v := range l.volumes {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -126,15 +127,45 @@ func (r *run) sandboxOps(sb client.SandboxInfo, nLive int, snaps []client.Snapsh
 type stats struct {
 	mu sync.Mutex
 	n  map[string]int // "op:outcome" → count
+	// bad are the 5xx answers other than a 503 with a message, calm the
+	// 503s of rounds with no fault in or just before them.
+	bad, calm []string
+	// first is the first error answer of each "op:outcome".
+	first map[string]string
 }
 
-func (s *stats) add(name string, err error) {
+// add counts op name's answer err; faulty says whether a node was killed
+// or the database restarted in its round or the one before.
+func (s *stats) add(name string, err error, faulty bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.n == nil {
 		s.n = map[string]int{}
 	}
-	s.n[name+":"+outcome(err)]++
+	key := name + ":" + outcome(err)
+	s.n[key]++
+	if err != nil && s.first[key] == "" {
+		if s.first == nil {
+			s.first = map[string]string{}
+		}
+		s.first[key] = err.Error()
+	}
+	var ae *client.Error
+	switch {
+	case !errors.As(err, &ae) || ae.Status < 500:
+	case ae.Status != 503 || strings.TrimSpace(ae.Message) == "":
+		s.bad = append(s.bad, fmt.Sprintf("%s: %v", name, err))
+	case !faulty:
+		s.calm = append(s.calm, fmt.Sprintf("%s: %v", name, err))
+	}
+}
+
+// badServerErrors are the 5xx answers that were not a 503 saying why, and
+// the 503s of calm rounds.
+func (s *stats) badServerErrors() (bad, calm []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.bad), slices.Clone(s.calm)
 }
 
 // outcome classifies an operation's answer: ok, an API status, or "down"
@@ -160,6 +191,17 @@ func (s *stats) summary() string {
 	}
 	slices.Sort(parts)
 	return strings.Join(parts, " ")
+}
+
+// firstErrors lists the first error answer of each operation and outcome.
+func (s *stats) firstErrors() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(s.first)) {
+		out = append(out, fmt.Sprintf("%s: %s", k, s.first[k]))
+	}
+	return strings.Join(out, "\n")
 }
 
 // serverErrors lists the operations answered with a 5xx.

@@ -49,6 +49,6 @@ var shapedSeed = regexp.MustCompile(`^image-[0-9a-f]+-c\d+-d\d+$`)
 func (r *run) checkTemplates(when string) {
 	r.t.Helper()
 	for _, s := range r.templateProblems() {
-		r.t.Errorf("%s: %s", when, s)
+		r.errorf("%s: %s", when, s)
 	}
 }
