@@ -68,6 +68,9 @@ func openCache(root string, limit int64) (*cache, error) {
 		c.entries[e.Name()] = &centry{size: size, used: info.ModTime()}
 		c.total += size
 	}
+	if err := c.loadKeys(); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 

@@ -1,19 +1,26 @@
 package images
 
 import (
+	"bufio"
 	"cmp"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // This file tracks which object keys the cache holds, so a node can tell
 // the cluster's placement what it would not have to download: an entry is
 // named by its manifest's digest, but placement knows images by what they
 // are (a pause image, a template's layer), so the cache remembers the key
-// each entry was last opened or written under. The map is this process's:
-// after a restart the entries are on disk but their keys come back only
-// as they are opened again. A key another node overwrote (a sandbox paused
-// again elsewhere) is reported until its old entry goes, so the list is a
-// hint for placement, not a promise.
+// each entry was last opened or written under. The map is kept in a
+// journal beside the entries (keysFile: one "key<TAB>digest" line per
+// change, an empty digest for a removal), so a restarted node reports what
+// it caches from its first heartbeat, not only once it opens each image
+// again; a torn last line (a crash mid-write) is skipped. A key another
+// node overwrote (a sandbox paused again elsewhere) is reported until its
+// old entry goes, so the list is a hint for placement, not a promise.
 
 // CacheKey names image ref the way CachedKeys reports it.
 func CacheKey(ref Ref) string { return imageKey(ref) }
@@ -31,8 +38,9 @@ func (o *ObjectStore) CachedKeys(limit int) []string { return o.cache.cachedKeys
 func (c *cache) noteKey(key, digest string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.entries[digest]; ok {
+	if _, ok := c.entries[digest]; ok && c.keys[key] != digest {
 		c.keys[key] = digest
+		c.journalLocked(key, digest)
 	}
 }
 
@@ -41,7 +49,10 @@ func (c *cache) noteKey(key, digest string) {
 func (c *cache) forgetKey(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.keys, key)
+	if _, ok := c.keys[key]; ok {
+		delete(c.keys, key)
+		c.journalLocked(key, "")
+	}
 }
 
 // forgetDigestLocked drops the keys of entry digest, evicted.
@@ -71,4 +82,60 @@ func (c *cache) cachedKeys(limit int) []string {
 		return cmp.Or(c.entries[c.keys[b]].used.Compare(c.entries[c.keys[a]].used), cmp.Compare(a, b))
 	})
 	return keys[:min(limit, len(keys))]
+}
+
+// keysFile is the journal of the key map, under the cache's root.
+const keysFile = "keys.journal"
+
+// journalLocked appends one change of the key map; c.mu held. A journal
+// that cannot be written costs only the hint after a restart.
+func (c *cache) journalLocked(key, digest string) {
+	if c.root == "" || strings.ContainsAny(key+digest, "\t\n") {
+		return
+	}
+	f, err := os.OpenFile(filepath.Join(c.root, keysFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(f, "%s\t%s\n", key, digest)
+	f.Close()
+}
+
+// loadKeys reads the journal into c.keys, keeping the keys whose entry is
+// still here, and rewrites it compacted (the journal grows only between
+// restarts).
+func (c *cache) loadKeys() error {
+	p := filepath.Join(c.root, keysFile)
+	f, err := os.Open(p)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cache keys: %w", err)
+	}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		key, digest, ok := strings.Cut(sc.Text(), "\t")
+		switch {
+		case !ok || key == "":
+		case digest == "":
+			delete(c.keys, key)
+		default:
+			c.keys[key] = digest
+		}
+	}
+	f.Close()
+	var b strings.Builder
+	for k, d := range c.keys {
+		if _, ok := c.entries[d]; !ok {
+			delete(c.keys, k)
+			continue
+		}
+		fmt.Fprintf(&b, "%s\t%s\n", k, d)
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o600); err != nil {
+		return fmt.Errorf("cache keys: %w", err)
+	}
+	return os.Rename(tmp, p)
 }

@@ -68,3 +68,46 @@ func TestCachedKeys(t *testing.T) {
 	c.evictAll(true)
 	check("after a forced eviction", 10)
 }
+
+// TestCachedKeysAfterRestart: a cache opened again on the same directory
+// reports the keys of the entries it still holds, without their images
+// being opened again: the removed key, the key of an entry gone from disk
+// and a torn last journal line are not reported.
+func TestCachedKeysAfterRestart(t *testing.T) {
+	root := t.TempDir()
+	c, err := openCache(root, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pause, snap, layer := CacheKey(Pause("a")), CacheKey(Snapshot("s")), ContentCacheKey(Layer("l"))
+	for _, d := range []string{"d1", "d2", "d3"} {
+		putEntry(t, c, d, 10)
+	}
+	c.noteKey(pause, "d1")
+	c.noteKey(layer, "d2")
+	c.noteKey(snap, "d3")
+	c.forgetKey(pause)
+	c.noteKey(pause, "d1") // back: the last line counts
+	c.noteKey(snap, "d1")  // moved to another entry
+	c.forgetKey(layer)
+	if err := os.RemoveAll(filepath.Join(root, "objects", "d3")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(root, keysFile), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(CacheKey(Pause("torn")) + "\td") // no newline, no such entry
+	f.Close()
+	for round := range 2 { // the second open reads the compacted journal
+		c, err = openCache(root, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := c.cachedKeys(10)
+		slices.Sort(got)
+		if want := []string{pause, snap}; !slices.Equal(got, want) {
+			t.Errorf("open %d: cached keys %q, want %q", round+1, got, want)
+		}
+	}
+}
