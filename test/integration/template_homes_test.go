@@ -15,14 +15,23 @@ import (
 	"github.com/forkbox/forkbox/internal/oci/ocitest"
 )
 
+// hasLog reports whether es has an entry of step (any, when "") whose
+// message holds msg.
+func hasLog(es []client.TemplateLogEntry, step, msg string) bool {
+	return slices.ContainsFunc(es, func(e client.TemplateLogEntry) bool {
+		return (step == "" || e.Step == step) && strings.Contains(e.Message, msg)
+	})
+}
+
 // TestTemplateHomes: a user template's build record lives on one node of
 // a cluster, and every node serves it. The first build of a new template,
 // asked of drained node a, is placed on node b; its upload link, start,
 // status and list go through a; a rebuild of the same name through a
 // goes to b (not a second record: "name taken"). Node b dies with -9 in
 // the middle of a build: asked through a, the build reports that its node
-// died, a takes the record over, and a rebuild there is ready and starts
-// a sandbox.
+// died, a takes the record over with the builds' logs (the interrupted
+// one's up to its step), and a rebuild there is ready and starts a
+// sandbox.
 func TestTemplateHomes(t *testing.T) {
 	ctx := daemontestContext(t)
 	a, b := startSharedPair(t, nil)
@@ -98,6 +107,14 @@ func TestTemplateHomes(t *testing.T) {
 	}
 	if !strings.Contains(a.Log(), "template record taken over from a dead node") {
 		t.Error("node a did not log taking the record over")
+	}
+	// The logs went with the record: the interrupted build's up to the
+	// step it was in, the finished one's whole.
+	if !hasLog(st.LogEntries, "1", "RUN sleep 600") {
+		t.Errorf("the interrupted build's log lost its step: %+v", st.LogEntries)
+	}
+	if st2, err := ca.GetTemplateBuildStatus(ctx, tk2.TemplateID, tk2.BuildID, 0); err != nil || !hasLog(st2.LogEntries, "", "Build finished") {
+		t.Errorf("dead node b's finished build, asked through a: %+v %v", st2, err)
 	}
 	tk4, st := buildTemplate(t, ctx, ca, "homed", client.TemplateBuildSpec{FromImage: from, Steps: step("echo four > /v")})
 	if st.Status != "ready" || tk4.TemplateID != tk.TemplateID {

@@ -16,7 +16,8 @@ import (
 // This file is the build records of a cluster (Config.NodeID set). Each
 // record has a home node, the one that holds its uploaded files and runs
 // its builds; the store keeps which node that is and the record without
-// its logs (store.BuildRecord). Every other node lists the record from
+// the tail of each build's log (store.BuildRecord, sharedRecord). Every
+// other node lists the record from
 // there and forwards the template's requests home (the server asks Home);
 // a record whose home died is taken over by the first node that needs it
 // (Adopt). A single daemon keeps its records in its data dir alone.
@@ -35,11 +36,52 @@ func (s *Service) putHomeLocked(ctx context.Context, r *Record) error {
 	if !s.shared() || len(r.Names) == 0 {
 		return nil
 	}
-	data, err := json.Marshal(cloneRecord(r))
+	data, err := json.Marshal(sharedRecord(r))
 	if err != nil {
 		return err
 	}
 	return s.cfg.Store.PutBuildRecord(ctx, &store.BuildRecord{ID: r.ID, Name: r.Names[0], Node: s.cfg.NodeID, Data: data})
+}
+
+// sharedLogs is how many of a build's last log entries its record in the
+// store keeps: what a node that adopts the record (Adopt) still shows of
+// the builds its dead home ran, and why the last one failed.
+const sharedLogs = 500
+
+// sharedRecord is r as the store keeps it: each build with the tail of
+// its log. The home writes it when a build starts, as its log grows
+// (checkpointLocked) and when it ends.
+func sharedRecord(r *Record) *Record {
+	c := cloneRecord(r)
+	for i, b := range r.Builds {
+		c.Builds[i].Logs = b.Logs[max(0, len(b.Logs)-sharedLogs):]
+	}
+	return c
+}
+
+// ckpt is when a template's record was last written to the store during
+// a build, and at which step.
+type ckpt struct {
+	at   time.Time
+	step string
+}
+
+// checkpointLocked writes r's record to the store, s.mu held, when the
+// build's log just entered a new step or a second has passed since the
+// last write: the log of a build in progress survives its node (Adopt)
+// up to the step it was in, at a bounded cost in writes.
+func (s *Service) checkpointLocked(r *Record, e LogEntry) {
+	if !s.shared() {
+		return
+	}
+	last := s.ckpts[r.ID]
+	if e.Step == last.step && e.Timestamp.Sub(last.at) < time.Second {
+		return
+	}
+	s.ckpts[r.ID] = ckpt{at: e.Timestamp, step: e.Step}
+	if err := s.putHomeLocked(context.Background(), r); err != nil {
+		s.log.Warn("checkpoint a template build's record", "template", r.ID, "err", err)
+	}
 }
 
 // Home returns the node holding the record of template ref (id, name or
@@ -121,7 +163,7 @@ func (s *Service) othersRecords(ctx context.Context) []*Record {
 		if row.Node == s.cfg.NodeID || json.Unmarshal(row.Data, &r) != nil {
 			continue
 		}
-		out = append(out, &r)
+		out = append(out, cloneRecord(&r)) // a list shows no logs
 	}
 	return out
 }

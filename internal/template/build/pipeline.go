@@ -122,6 +122,7 @@ func (s *Service) appendLog(tplID, buildID string, e LogEntry) {
 	if r := s.records[tplID]; r != nil {
 		if b := findBuild(r, buildID); b != nil {
 			b.Logs = append(b.Logs, e)
+			s.checkpointLocked(r, e)
 		}
 	}
 }
@@ -280,6 +281,7 @@ func (s *Service) finish(ctx context.Context, j *job, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.running, j.tplID)
+	delete(s.ckpts, j.tplID)
 	r := s.records[j.tplID]
 	if r == nil {
 		return

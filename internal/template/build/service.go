@@ -162,6 +162,7 @@ type Service struct {
 	mu      sync.Mutex
 	records map[string]*Record // by template id
 	running map[string]string  // template id → build id in progress
+	ckpts   map[string]ckpt    // template id → its last checkpoint (homes.go)
 }
 
 // New opens the service: records are loaded, and builds a previous daemon
@@ -176,7 +177,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.BaseTemplate == "" {
 		cfg.BaseTemplate = "base"
 	}
-	s := &Service{cfg: cfg, log: cfg.Logger, content: cfg.Content, records: map[string]*Record{}, running: map[string]string{}}
+	s := &Service{cfg: cfg, log: cfg.Logger, content: cfg.Content, records: map[string]*Record{}, running: map[string]string{}, ckpts: map[string]ckpt{}}
 	for _, d := range []string{"work", "records"} {
 		if err := os.MkdirAll(filepath.Join(cfg.Dir, d), 0o755); err != nil {
 			return nil, err
