@@ -207,11 +207,21 @@ func clusterKey(o Options, key string) string {
 	return key
 }
 
+// openEvents opens the sandboxes' event logs: in the node's data dir, or
+// in the cluster's database (--database), where every node reads the log
+// of a sandbox another ran, dead or alive.
+func openEvents(o Options, st *store.Store) (sandbox.EventLog, error) {
+	if o.Database != "" {
+		return eventlog.OpenShared(st, 0), nil
+	}
+	return eventlog.Open(filepath.Join(o.DataDir, "events"), 0)
+}
+
 // newManager builds the sandbox Manager with its event log, recovers what a
 // previous daemon left and warms the built-in templates.
 func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.Store, imgs *imageStores, tpls []*store.Template, obs sandbox.Observer,
 	checkNetwork func(context.Context, netpolicy.Rules) error) (*sandbox.Manager, error) {
-	events, err := eventlog.Open(filepath.Join(o.DataDir, "events"), 0)
+	events, err := openEvents(o, st)
 	if err != nil {
 		return nil, err
 	}

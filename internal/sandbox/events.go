@@ -19,11 +19,27 @@ import (
 //     code, the agent's warnings), collected from its GET /events when
 //     the log is read and before the sandbox stops running.
 
+// EventLog keeps every sandbox's event log: a node's files
+// (*eventlog.Log) or a cluster's database (*eventlog.Shared), where any
+// node reads the log of a sandbox another node ran.
+type EventLog interface {
+	// Append adds events to sandbox id's log.
+	Append(id string, evs ...eventlog.Event) error
+	// Events returns id's log, oldest first.
+	Events(id string) ([]eventlog.Event, error)
+	// Last is the time of the newest event of logger in id's log.
+	Last(id, logger string) time.Time
+	// Remove deletes id's log.
+	Remove(id string) error
+	// IDs lists the sandboxes with a log, for its collection.
+	IDs() ([]string, error)
+}
+
 // lifecycleTee is a slog.Handler that also appends each record naming a
 // sandbox to that sandbox's event log.
 type lifecycleTee struct {
 	slog.Handler
-	events *eventlog.Log
+	events EventLog
 	attrs  []slog.Attr
 }
 

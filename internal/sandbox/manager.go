@@ -16,7 +16,6 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
-	"github.com/forkbox/forkbox/internal/eventlog"
 	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/netpolicy"
 	"github.com/forkbox/forkbox/internal/runtime"
@@ -108,7 +107,7 @@ type Config struct {
 	PoolRefillDelay time.Duration
 	// Events keeps every sandbox's event log (events.go); nil keeps it in
 	// memory only.
-	Events *eventlog.Log
+	Events EventLog
 	// NetworkOpened are the forbidden ranges (netpolicy.Forbidden) the
 	// operator lets egress rules allow.
 	NetworkOpened []netip.Prefix

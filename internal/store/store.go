@@ -136,6 +136,18 @@ var migrations = []string{
 		node TEXT NOT NULL,
 		data TEXT NOT NULL
 	);`,
+	// A cluster's sandbox event logs (events.go), one row per event, so
+	// any node reads the log of a sandbox whatever node wrote it; at and
+	// added are Unix nanoseconds (the event's time, the write's: the
+	// order of events of the same time).
+	`CREATE TABLE events (
+		sandbox TEXT NOT NULL,
+		at INTEGER NOT NULL,
+		added INTEGER NOT NULL,
+		logger TEXT NOT NULL,
+		data TEXT NOT NULL
+	);
+	CREATE INDEX events_by_sandbox ON events(sandbox, at);`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {

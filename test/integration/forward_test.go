@@ -2,6 +2,7 @@ package integration
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,8 @@ import (
 // (commands, files) are forwarded to b; its memory survives a pause and
 // resume asked of a. Once b's lease ran out, b's running sandbox is 503
 // naming b, then recorded lost (killed, "node lost") — never listed as
-// running — and b, restarted, removes what it left.
+// running, its log still read through a — and b, restarted, removes what
+// it left.
 func TestForwarding(t *testing.T) {
 	ctx := daemontest.Context(t)
 	a, b := startPair(t, nodeArgs, nodeArgs)
@@ -72,6 +74,13 @@ func TestForwarding(t *testing.T) {
 	}
 	if list, _, err := ca.ListSandboxes(ctx, client.ListOptions{}); err != nil || len(list) != 0 {
 		t.Errorf("listed after node b died: %+v %v, want none", list, err)
+	}
+	// Its log is the cluster's: node a reads what b logged of it and
+	// why it is gone.
+	logs, err := ca.Logs(ctx, lost.SandboxID, client.LogsOptions{})
+	if err != nil || !slices.ContainsFunc(logs, func(e client.LogEntry) bool { return e.Message == "sandbox created" }) ||
+		!slices.ContainsFunc(logs, func(e client.LogEntry) bool { return e.Message == "sandbox lost with its node" }) {
+		t.Errorf("the lost sandbox's log through node a: %+v %v, want its creation and its loss", logs, err)
 	}
 	// Back, node b finds the sandbox recorded lost and removes what was
 	// left of it instead of serving it again.
