@@ -11,6 +11,7 @@ import (
 
 	"github.com/forkbox/forkbox/client"
 	"github.com/forkbox/forkbox/internal/daemon/daemonproc"
+	"github.com/forkbox/forkbox/internal/eventlog"
 )
 
 // listed is what the daemon lists: sandboxes by state, snapshots.
@@ -282,25 +283,49 @@ func (r *run) listSandbox(l *listed, sb client.SandboxInfo) {
 	l.containers[sb.SandboxID] = cid
 }
 
-// eventLogProblems checks that each event log on node n's disk is of a
-// listed sandbox or of a dead one whose log is kept because it died on its
-// own (a lost one's included).
+// eventLogProblems checks that each event log of node n is of a listed
+// sandbox or of a dead one whose log is kept because it died on its own (a
+// lost one's included). A single node's logs are the files on its disk; a
+// cluster's are rows of the database (eventLogIDs).
 func (r *run) eventLogProblems(ctx context.Context, n *node, l listed) []string {
 	var problems []string
-	for _, name := range dirNames(filepath.Join(n.d.DataDir, "events")) {
-		id, ok := strings.CutSuffix(name, ".jsonl")
-		if !ok || slices.Contains(l.running, id) || slices.Contains(l.paused, id) {
+	ids, err := r.eventLogIDs(ctx, n)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	for _, id := range ids {
+		if slices.Contains(l.running, id) || slices.Contains(l.paused, id) {
 			continue
 		}
 		info, err := r.api().GetSandbox(ctx, id)
 		switch {
 		case err != nil:
-			problems = append(problems, fmt.Sprintf("event log %s of no known sandbox (%v)", name, err))
+			problems = append(problems, fmt.Sprintf("event log of %s, no known sandbox (%v)", id, err))
+		case r.cl != nil && (info.State == "running" || info.State == "paused"):
+			// Another node's.
 		case info.KillReason == "":
-			problems = append(problems, fmt.Sprintf("event log %s of sandbox %s, %s without dying on its own", name, id, info.State))
+			problems = append(problems, fmt.Sprintf("event log of sandbox %s, %s without dying on its own", id, info.State))
 		}
 	}
 	return problems
+}
+
+// eventLogIDs lists the sandboxes with an event log: on node n's disk, or
+// in a cluster's database those whose log has had no write for longer than
+// a node waits before collecting a log (eventlog.SharedQuiet: a sandbox
+// being made on a node logs before its record exists) and a collection
+// takes.
+func (r *run) eventLogIDs(ctx context.Context, n *node) ([]string, error) {
+	if r.cl != nil {
+		return r.cl.st.EventSandboxes(ctx, time.Now().Add(-eventlog.SharedQuiet-3*time.Second))
+	}
+	var ids []string
+	for _, name := range dirNames(filepath.Join(n.d.DataDir, "events")) {
+		if id, ok := strings.CutSuffix(name, ".jsonl"); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
 }
 
 // eventually returns check's problems once they persist for longer than
