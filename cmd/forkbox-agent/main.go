@@ -32,6 +32,7 @@ func main() {
 }
 
 func run(addr, level, codeAddr string, code codeinterp.Config, commandPool int) error {
+	agent.CloseInheritedOnExec()
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
 		return fmt.Errorf("bad --log-level: %w", err)
