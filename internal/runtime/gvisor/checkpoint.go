@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/forkbox/forkbox/internal/cleanup"
 	"github.com/forkbox/forkbox/internal/errdefs"
@@ -27,6 +28,9 @@ func (r *Runtime) Checkpoint(ctx context.Context, id string, imageDir string, op
 		args = append(args, "--leave-running")
 	}
 	if _, err := r.run(ctx, r.cfg.Timeout, append(args, h.cid())...); err != nil {
+		if errors.Is(err, errdefs.ErrUnavailable) && ctx.Err() == nil { // runsc's own timeout
+			r.logStacks(ctx, h.cid(), "checkpoint timed out")
+		}
 		return err
 	}
 	if err := noteFromFiles(h, imageDir); err != nil {
@@ -174,4 +178,16 @@ func emptyDir(dir string) error {
 		return fmt.Errorf("image dir %q is not empty: %w", dir, errdefs.ErrInvalidArgument)
 	}
 	return nil
+}
+
+// logStacks logs the sentry's goroutine stacks (runsc debug --stacks) of
+// container cid, which what says is stuck: a hang that only shows once in
+// many runs is then diagnosed from the log it left.
+func (r *Runtime) logStacks(ctx context.Context, cid, what string) {
+	out, err := r.run(context.WithoutCancel(ctx), 15*time.Second, "debug", "--stacks", cid)
+	const max = 256 << 10
+	if len(out) > max {
+		out = out[:max]
+	}
+	r.log.WarnContext(ctx, what+": the sentry's stacks", "container", cid, "stacks", string(out), "err", err)
 }
