@@ -78,6 +78,18 @@ func waitFor(t testing.TB, limit time.Duration, ok func() bool) {
 	t.Fatalf("condition not met within %s", limit)
 }
 
+// eventually reports whether ok held within limit.
+func eventually(limit time.Duration, ok func() bool) bool {
+	for deadline := time.Now().Add(limit); ; time.Sleep(20 * time.Millisecond) {
+		if ok() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
 func create(t *testing.T, ctx context.Context, c *client.Client, o client.CreateOptions) *client.Sandbox {
 	t.Helper()
 	if o.TemplateID == "" {
