@@ -73,7 +73,7 @@ type Act struct {
 }
 
 // Polling intervals: slow while memory is plentiful, fast when it is not
-// (a hog touching pages at 1–2 GB/s gains 5–10 MiB per fast interval, well
+// (a hog touching pages at 1–4 GB/s gains 5–20 MiB per fast interval,
 // within failMargin and the host limit's headroom). Every look wakes the
 // sandbox — a few ms of host CPU on a virtualised host, 3% of a CPU per
 // idle sandbox at 10 looks a second — so with much memory free the guard
@@ -85,9 +85,12 @@ const (
 	quietEvery = 10 * time.Second
 	fastEvery  = 5 * time.Millisecond
 	// maxGrowth bounds how fast the processes' memory can grow: a Python
-	// hog touched pages at ~210 MiB/s in a sandbox here (small pages,
-	// systrap); five times that leaves room for several threads.
-	maxGrowth = 1 << 30 // bytes per second
+	// hog touched pages at ~210 MiB/s in a sandbox on one host and at
+	// ~1.25 GB/s on another (a Jupyter kernel filling 900 MiB in 720 ms,
+	// which 1 GiB/s let run past the failing threshold to the kill
+	// between two looks); three times that leaves room for several
+	// threads.
+	maxGrowth = 4 << 30 // bytes per second
 	// settle is how long after a kill the guard waits for the victim's
 	// memory to be freed before it may kill again.
 	settle = 100 * time.Millisecond

@@ -79,8 +79,9 @@ func TestCheck(t *testing.T) {
 		wantCap  int
 		wantNext time.Duration
 	}{
-		// The failing threshold is 64 MiB: 336 MiB above it at 1 GiB/s.
-		{"plenty", 400 << 10, 0, 0, 0, 328125 * time.Microsecond},
+		// The failing threshold is 64 MiB: 336 MiB above it lasts 82 ms
+		// at maxGrowth, under slowEvery.
+		{"plenty", 400 << 10, 0, 0, 0, slowEvery},
 		{"getting short: look more often", 100 << 10, 0, 0, 0, fastEvery},
 		// 512 MiB: the reserve is 16 MiB, allocations fail below 64 MiB.
 		{"short: the largest's allocations fail", 60 << 10, 0, 0, 41, fastEvery},
@@ -190,7 +191,8 @@ func TestHeadroomEvery(t *testing.T) {
 	}{
 		{0, slowEvery},
 		{50 << 20, slowEvery},
-		{512 << 20, 500 * time.Millisecond},
+		{512 << 20, 125 * time.Millisecond},
+		{2 << 30, 500 * time.Millisecond},
 		{8 << 30, idleEvery},
 	} {
 		if got := headroomEvery(tt.headroom); got != tt.want {
@@ -203,7 +205,7 @@ func TestHeadroomEvery(t *testing.T) {
 // woken; not quiet, it looks at its headroom's pace.
 func TestRunQuietAndWake(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		proc := fakeProc(t, 2<<20, 1900<<10, 0, map[int]int{40: 100})
+		proc := fakeProc(t, 8<<20, 7900<<10, 0, map[int]int{40: 100})
 		var quiet atomic.Bool
 		quiet.Store(true)
 		looks := make(chan struct{}, 100)
@@ -233,7 +235,7 @@ func TestRunQuietAndWake(t *testing.T) {
 		quiet.Store(false)
 		wake <- struct{}{}
 		count(time.Millisecond)
-		// 2 GiB with 1.9 GiB free: the headroom allows idleEvery.
+		// 8 GiB with 7.9 GiB free: the headroom allows idleEvery.
 		if n := count(10 * idleEvery); n != 10 {
 			t.Errorf("not quiet: %d looks in 10 idleEvery, want 10", n)
 		}
