@@ -189,10 +189,12 @@ func (g *Guard) Check() time.Duration {
 }
 
 // headroomEvery is how long a hog growing at maxGrowth takes to use up
-// headroom bytes, between slowEvery and idleEvery.
+// headroom bytes, between fastEvery and idleEvery. No slower floor: a
+// small sandbox's headroom lasts a fast hog less than slowEvery (300 MiB:
+// ~50 ms), and a look that came later found it past the kill reserve.
 func headroomEvery(headroom uint64) time.Duration {
 	d := time.Duration(float64(headroom) / maxGrowth * float64(time.Second))
-	return min(max(d, slowEvery), idleEvery)
+	return min(max(d, fastEvery), idleEvery)
 }
 
 // kill kills the largest process.

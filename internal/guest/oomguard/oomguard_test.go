@@ -80,8 +80,8 @@ func TestCheck(t *testing.T) {
 		wantNext time.Duration
 	}{
 		// The failing threshold is 64 MiB: 336 MiB above it lasts 82 ms
-		// at maxGrowth, under slowEvery.
-		{"plenty", 400 << 10, 0, 0, 0, slowEvery},
+		// at maxGrowth.
+		{"plenty", 400 << 10, 0, 0, 0, 82031250 * time.Nanosecond},
 		{"getting short: look more often", 100 << 10, 0, 0, 0, fastEvery},
 		// 512 MiB: the reserve is 16 MiB, allocations fail below 64 MiB.
 		{"short: the largest's allocations fail", 60 << 10, 0, 0, 41, fastEvery},
@@ -189,8 +189,9 @@ func TestHeadroomEvery(t *testing.T) {
 		headroom uint64
 		want     time.Duration
 	}{
-		{0, slowEvery},
-		{50 << 20, slowEvery},
+		{0, fastEvery},
+		{10 << 20, fastEvery},
+		{256 << 20, 62500 * time.Microsecond},
 		{512 << 20, 125 * time.Millisecond},
 		{2 << 30, 500 * time.Millisecond},
 		{8 << 30, idleEvery},
