@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/forkbox/forkbox/client"
+	"github.com/forkbox/forkbox/internal/syncbuf"
 )
 
 func TestExec(t *testing.T) {
@@ -156,7 +157,7 @@ func TestExecCancel(t *testing.T) {
 	pr, pw := ioPipe()
 	defer pw.Close()
 	done := make(chan error, 1)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	go func() {
 		_, err := sb.Conn().Exec(ctx, client.ExecOptions{Cmd: []string{"cat"}, Stdin: pr, Stdout: &out})
 		done <- err

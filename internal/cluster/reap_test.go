@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/forkbox/forkbox/internal/store"
+	"github.com/forkbox/forkbox/internal/syncbuf"
 )
 
 // deathLog records what a registry's OnDead was told.
@@ -60,8 +61,8 @@ func TestOnDead(t *testing.T) {
 		// node-z beats less often: after the outage node-a is back first
 		// and sees node-z's lease run out before node-z renews it.
 		runReaper(t, ctx, st, "node-z", 6*time.Second, z, nil)
-		newRegistry(t, st, "node-b", &syncBuffer{}) // registers, never beats again
-		c := newRegistry(t, st, "node-c", &syncBuffer{})
+		newRegistry(t, st, "node-b", &syncbuf.Buffer{}) // registers, never beats again
+		c := newRegistry(t, st, "node-c", &syncbuf.Buffer{})
 		c.expire(ctx) // a clean stop
 		time.Sleep(20 * time.Second)
 		synctest.Wait()
@@ -101,7 +102,7 @@ func TestOnDeadSparesANodeThatAnswers(t *testing.T) {
 			defer mu.Unlock()
 			return url == "http://node-b:3000" && answers
 		})
-		newRegistry(t, st, "node-b", &syncBuffer{}) // registers, never beats again
+		newRegistry(t, st, "node-b", &syncbuf.Buffer{}) // registers, never beats again
 		time.Sleep(30 * time.Second)
 		synctest.Wait()
 		if got := d.list(); len(got) != 0 {

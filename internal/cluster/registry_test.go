@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/store"
+	"github.com/forkbox/forkbox/internal/syncbuf"
 )
 
 // fakeStore keeps node records in memory, as *store.Store does, and
@@ -96,26 +96,8 @@ func (f *fakeStore) heartbeats() int {
 	return f.beats
 }
 
-// syncBuffer is a log destination safe for the registry's goroutine.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // newRegistry registers node id on st, logging into log.
-func newRegistry(t *testing.T, st *fakeStore, id string, log *syncBuffer) *Registry {
+func newRegistry(t *testing.T, st *fakeStore, id string, log *syncbuf.Buffer) *Registry {
 	t.Helper()
 	r, err := New(Config{Store: st, NodeID: id, URL: "http://" + id + ":3000",
 		Probe:  func() store.Report { return store.Report{Capacity: 10, Running: 2, CPUs: 4} },
@@ -147,7 +129,7 @@ func states(t *testing.T, r *Registry) map[string]State {
 // out, not before; a registry that stops cleanly ends its own lease.
 func TestHeartbeatsAndLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st, log := newFakeStore(), &syncBuffer{}
+		st, log := newFakeStore(), &syncbuf.Buffer{}
 		a := newRegistry(t, st, "node-a", log)
 		newRegistry(t, st, "node-b", log) // registers, never runs
 		ctx, cancel := context.WithCancel(context.Background())
@@ -187,7 +169,7 @@ func TestHeartbeatsAndLease(t *testing.T) {
 // (and is alive) again.
 func TestDatabaseOutage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st, log := newFakeStore(), &syncBuffer{}
+		st, log := newFakeStore(), &syncbuf.Buffer{}
 		a := newRegistry(t, st, "node-a", log)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -222,7 +204,7 @@ func TestDatabaseOutage(t *testing.T) {
 func TestDrain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		st, log := newFakeStore(), &syncBuffer{}
+		st, log := newFakeStore(), &syncbuf.Buffer{}
 		a, b := newRegistry(t, st, "node-a", log), newRegistry(t, st, "node-b", log)
 		if err := b.CheckAccepting(ctx); err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/store"
+	"github.com/forkbox/forkbox/internal/syncbuf"
 )
 
 // TestCheckUniqueRefusesTakenID: the node id of another daemon that runs
@@ -57,7 +58,7 @@ func answersNo(context.Context, string) bool  { return false }
 // each told, as an error logged once, at their next heartbeat.
 func TestTwinLogged(t *testing.T) {
 	st := newFakeStore()
-	var logA, logB syncBuffer
+	var logA, logB syncbuf.Buffer
 	a := newRegistry(t, st, "a", &logA)
 	b, err := New(Config{Store: st, NodeID: "a", URL: "http://b:3000",
 		Logger: slog.New(slog.NewTextHandler(&logB, nil))})
@@ -74,7 +75,7 @@ func TestTwinLogged(t *testing.T) {
 			}
 		}
 	}
-	for name, log := range map[string]*syncBuffer{"a": &logA, "b": &logB} {
+	for name, log := range map[string]*syncbuf.Buffer{"a": &logA, "b": &logB} {
 		if n := strings.Count(log.String(), "another daemon heartbeats with this node's id"); n != 1 {
 			t.Errorf("node %s logged its twin %d times, want once:\n%s", name, n, log.String())
 		}

@@ -7,27 +7,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/forkbox/forkbox/internal/syncbuf"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestProxyUnreachableWithBodyNoPanic sends requests with bodies (sized
 // and streamed) on keep-alive connections to a sandbox port nothing
@@ -37,7 +20,7 @@ func (l *lockedBuffer) String() string {
 func TestProxyUnreachableWithBodyNoPanic(t *testing.T) {
 	e := newEnv(t)
 	id := e.create(nil)["sandboxID"].(string)
-	var errLog lockedBuffer
+	var errLog syncbuf.Buffer
 	srv := httptest.NewUnstartedServer(e.s.Handler())
 	srv.Config.ErrorLog = log.New(&errLog, "", 0)
 	srv.Start()

@@ -1,44 +1,25 @@
 package gvisor
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/runtime"
 	"github.com/forkbox/forkbox/internal/runtime/runtimetest"
+	"github.com/forkbox/forkbox/internal/syncbuf"
 )
-
-// lockedBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestCheckpointTimeoutLogsStacks: a checkpoint that runs out of time
 // answers unavailable and leaves the sentry's goroutine stacks in the log,
 // so a rare hang can be diagnosed from the run it happened in.
 func TestCheckpointTimeoutLogsStacks(t *testing.T) {
 	setup(t)
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	r, err := New(context.Background(), Config{
 		RunscPath: env.runsc, StateDir: env.state, Net: env.net, CgroupParent: testCgroupParent,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
