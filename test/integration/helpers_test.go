@@ -68,14 +68,9 @@ func checkContinues(t *testing.T, ctx context.Context, conn *client.SandboxConn,
 
 func waitFor(t testing.TB, limit time.Duration, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		if ok() {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !eventually(limit, ok) {
+		t.Fatalf("condition not met within %s", limit)
 	}
-	t.Fatalf("condition not met within %s", limit)
 }
 
 // eventually reports whether ok held within limit.
