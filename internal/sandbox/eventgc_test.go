@@ -24,7 +24,7 @@ func TestCollectEventLogs(t *testing.T) {
 	if err := e.m.Kill(ctx, killed.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.rt.KillWith(died.ID, runtime.ExitCrashed); err != nil {
+	if err := e.killWatched(t, died.ID, runtime.ExitCrashed); err != nil {
 		t.Fatal(err)
 	}
 	waitDescribed(t, e, died.ID)

@@ -24,7 +24,7 @@ func TestDeadSandboxIsKilledWithReason(t *testing.T) {
 			sb := e.create(t, CreateRequest{})
 			other := e.create(t, CreateRequest{})
 			died := time.Now()
-			if err := e.rt.KillWith(sb.ID, reason); err != nil {
+			if err := e.killWatched(t, sb.ID, reason); err != nil {
 				t.Fatal(err)
 			}
 			got := waitDescribed(t, e, sb.ID)
@@ -79,12 +79,27 @@ func TestOwnStopsAreNotDeaths(t *testing.T) {
 	if got, err := e.m.Get(ctx, sb.ID); err != nil || got.State != StateRunning {
 		t.Fatalf("after pause, resume, snapshot and rollback: %+v, %v; want running", got, err)
 	}
-	if err := e.rt.KillWith(sb.ID, runtime.ExitOutOfMemory); err != nil {
+	if err := e.killWatched(t, sb.ID, runtime.ExitOutOfMemory); err != nil {
 		t.Fatal(err)
 	}
 	if got := waitDescribed(t, e, sb.ID); got.KillReason != string(runtime.ExitOutOfMemory) {
 		t.Fatalf("reason after rollback = %q", got.KillReason)
 	}
+}
+
+// killWatched kills id for reason once the Manager waits on it: a death
+// before the wait (just after a create) is seen only as "stopped before the
+// daemon could wait on it", without its reason.
+func (e *env) killWatched(t *testing.T, id string, reason runtime.ExitReason) error {
+	t.Helper()
+	deadline := time.Now().Add(time.Second)
+	for !e.rt.Waiting(id) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the Manager does not wait on %s a second after its start", id)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return e.rt.KillWith(id, reason)
 }
 
 // waitDescribed waits up to a second for id to be recorded dead.

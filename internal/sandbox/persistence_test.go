@@ -345,7 +345,10 @@ func TestRecoverAfterRestart(t *testing.T) {
 	e.rt.Kill(dead.ID) // its runtime side vanished while "the daemon was down"
 	e.rt.Delete(ctx, dead.ID)
 	// An orphan: in the runtime, unknown to the store.
-	if _, err := e.rt.Create(ctx, runtime.Spec{ID: "orphan00000000000000", RootFS: e.m.boxes[alive.ID].rec.RootFS}); err != nil {
+	e.m.mu.Lock() // the dead sandbox's exit is being handled meanwhile
+	rootFS := e.m.boxes[alive.ID].rec.RootFS
+	e.m.mu.Unlock()
+	if _, err := e.rt.Create(ctx, runtime.Spec{ID: "orphan00000000000000", RootFS: rootFS}); err != nil {
 		t.Fatal(err)
 	}
 	m2 := e.newManager(t)

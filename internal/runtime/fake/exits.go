@@ -35,10 +35,18 @@ func (r *Runtime) Wait(ctx context.Context, id string) (runtime.Exit, error) {
 	if err == nil && sb.state == runtime.StateStopped {
 		err = fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
 	}
+	if err == nil {
+		sb.waiters++
+	}
 	r.mu.Unlock()
 	if err != nil {
 		return runtime.Exit{}, err
 	}
+	defer func() {
+		r.mu.Lock()
+		sb.waiters--
+		r.mu.Unlock()
+	}()
 	select {
 	case <-sb.exited:
 		r.mu.Lock()
@@ -47,4 +55,15 @@ func (r *Runtime) Wait(ctx context.Context, id string) (runtime.Exit, error) {
 	case <-ctx.Done():
 		return runtime.Exit{}, ctx.Err()
 	}
+}
+
+// Waiting reports whether a Wait on sandbox id is in progress. A test that
+// kills a sandbox to see its death reported with the reason waits for it
+// first: like runsc's, the fake's Wait on a sandbox that already stopped
+// cannot say why.
+func (r *Runtime) Waiting(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sb, err := r.getLocked(id)
+	return err == nil && sb.waiters > 0
 }

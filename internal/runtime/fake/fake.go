@@ -70,6 +70,8 @@ type sandbox struct {
 	// exited is closed when the sandbox stops (Wait); exit says why.
 	exited chan struct{}
 	exit   runtime.Exit
+	// waiters counts the Waits in progress (Waiting).
+	waiters int
 }
 
 // image is a checkpoint held in memory.
