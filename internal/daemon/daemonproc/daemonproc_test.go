@@ -6,6 +6,7 @@ import (
 	"flag"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -20,7 +21,9 @@ import (
 // DAEMONPROC_FAKE is set: it serves /health and the two sandbox calls
 // Proc makes, with sandboxes a and b.
 func TestMain(m *testing.M) {
-	if mode := os.Getenv("DAEMONPROC_FAKE"); mode != "" {
+	if mode := os.Getenv("DAEMONPROC_FAKE"); mode == "sandbox" {
+		select {} // a stand-in for a runsc process its daemon left
+	} else if mode != "" {
 		fakeServe(mode, os.Args[2:])
 		return
 	}
@@ -155,5 +158,39 @@ func TestMountsIn(t *testing.T) {
 	}
 	if got := unescape(`a\134b\011\04`); got != "a\\b\t\\04" {
 		t.Fatalf("unescape: %q", got)
+	}
+}
+
+// A daemon killed -9 and never restarted leaves its sandboxes running (as
+// it must); Stop, the test's cleanup, then kills them and removes their
+// network namespaces, which nothing else would once the data dir is gone.
+func TestStopAfterKill9KillsLeftovers(t *testing.T) {
+	p := start(t, "ok", Options{})
+	const id = "leftover0daemonproc0"
+	ns := "fbx99-" + id
+	if err := exec.Command("ip", "netns", "add", ns).Run(); err != nil {
+		t.Fatalf("ip netns add: %v (the test needs root)", err)
+	}
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	sb := exec.Command(os.Args[0], "--root="+filepath.Join(p.DataDir, "runtime", "runsc"),
+		"--bundle="+filepath.Join(p.DataDir, "sandboxes", id))
+	sb.Env = append(os.Environ(), "DAEMONPROC_FAKE=sandbox")
+	if err := sb.Start(); err != nil {
+		t.Fatal(err)
+	}
+	gone := make(chan error, 1)
+	go func() { gone <- sb.Wait() }()
+	t.Cleanup(func() { sb.Process.Kill() })
+	p.Kill9()
+	if err := p.Stop(context.Background()); err != nil {
+		t.Fatalf("Stop after Kill9: %v", err)
+	}
+	select {
+	case <-gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the sandbox the killed daemon left still runs after Stop")
+	}
+	if _, err := os.Stat(filepath.Join(netnsDir, ns)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("its namespace after Stop: %v, want it removed", err)
 	}
 }

@@ -2,8 +2,11 @@ package daemonproc
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/forkbox/forkbox/internal/runtime/gvisor"
@@ -29,5 +32,24 @@ func killLeftovers(dataDir string) error {
 		}
 	}
 	slices.Sort(ids)
+	removeNamespaces(ids)
 	return fmt.Errorf("daemonproc: the stopped daemon left runsc containers %v running; killed them", ids)
 }
+
+// removeNamespaces deletes the network namespaces of containers ids
+// (/var/run/netns/<prefix><id>, whatever the daemon's prefix): killing a
+// sandbox's processes does not remove its namespace, and with it gone the
+// namespace's veth pair goes too.
+func removeNamespaces(ids []string) {
+	ents, _ := os.ReadDir(netnsDir)
+	for _, e := range ents {
+		for _, id := range ids {
+			if strings.HasSuffix(e.Name(), "-"+id) {
+				exec.Command("ip", "netns", "del", e.Name()).Run()
+			}
+		}
+	}
+}
+
+// netnsDir is where `ip netns` keeps its named namespaces.
+const netnsDir = "/var/run/netns"

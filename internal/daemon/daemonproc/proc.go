@@ -242,7 +242,8 @@ const killAllTimeout = 2 * time.Minute
 // each mount point below DataDir once (runsc's bind mount of a null network
 // namespace in runtime/runsc), so DataDir can be removed. A mount stacked
 // twice, or one on DataDir itself, stays: callers that check for leaks see
-// it. Stop after Stop, or after an exit, only undoes the mounts.
+// it. Stop after Stop only undoes the mounts; Stop after an exit (a Kill9
+// that was not followed by a Restart) also kills the sandboxes it left.
 func (p *Proc) Stop(ctx context.Context) error {
 	var errs []error
 	if p.running() {
@@ -251,6 +252,11 @@ func (p *Proc) Stop(ctx context.Context) error {
 		cancel()
 		errs = append(errs, p.terminate())
 		errs = append(errs, killLeftovers(p.DataDir))
+	} else if p.exited != nil {
+		// Killed -9 and never restarted: its sandboxes are still running,
+		// as they should be, and nothing else would ever stop them once
+		// DataDir is gone. Not an error: the test wanted them left.
+		killLeftovers(p.DataDir)
 	}
 	detachBelow(p.DataDir)
 	return errors.Join(errs...)
