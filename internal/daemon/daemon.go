@@ -20,6 +20,7 @@ import (
 	"github.com/forkbox/forkbox/internal/egress"
 	"github.com/forkbox/forkbox/internal/eventlog"
 	"github.com/forkbox/forkbox/internal/hostmm"
+	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/netpolicy"
 	"github.com/forkbox/forkbox/internal/runtime"
 	"github.com/forkbox/forkbox/internal/sandbox"
@@ -292,6 +293,11 @@ func fillOptions(o *Options) error {
 			return fmt.Errorf("--database: %w", err)
 		}
 	}
+	if o.ObjectStore != "" {
+		if _, _, err := images.ParseObjectStoreURL(o.ObjectStore); err != nil {
+			return fmt.Errorf("--object-store: %w", err)
+		}
+	}
 	var err error
 	if o.MaxSandboxes, err = maxSandboxes(o.MaxSandboxes); err != nil {
 		return err
@@ -368,15 +374,20 @@ func hostname() string {
 	return h
 }
 
-// templatesAndImages builds (once) the built-in templates' root
-// filesystems and opens the image stores.
+// templatesAndImages opens the image stores and builds (once) the built-in
+// templates' root filesystems. The stores go first: an object store that
+// does not answer is an error in seconds, not after a first start's
+// minutes-long build.
 func templatesAndImages(ctx context.Context, o Options, st *store.Store) ([]*store.Template, *imageStores, error) {
+	imgs, err := openImages(ctx, o, st)
+	if err != nil {
+		return nil, nil, err
+	}
 	tpls, err := ensureTemplates(ctx, o)
 	if err != nil {
 		return nil, nil, err
 	}
-	imgs, err := openImages(ctx, o, st)
-	return tpls, imgs, err
+	return tpls, imgs, nil
 }
 
 // ensureTemplates builds (once) the built-in templates' root filesystems:

@@ -28,6 +28,10 @@ func TestObjectStoreStartErrors(t *testing.T) {
 		if !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want invalid argument saying %q", url, err, want)
 		}
+		// Refused with the other flags, before anything is built.
+		if err := fillOptions(&o); !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "--object-store") {
+			t.Errorf("%s: options: %v, want invalid --object-store", url, err)
+		}
 	}
 	t.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
 	t.Setenv("AWS_ACCESS_KEY_ID", "k")
