@@ -66,6 +66,15 @@ func (c *Client) UndrainNode(ctx context.Context, id string) (*Node, error) {
 	return c.nodeCall(ctx, http.MethodPost, "/nodes/"+pathID(id)+"/undrain")
 }
 
+// RemoveNode deletes a dead node from the cluster's records (a node
+// retired for good; one that starts again registers anew). A node whose
+// lease runs, or whose sandboxes are still recorded running, is a 409
+// (IsConflict) saying why; an unknown one a 404.
+func (c *Client) RemoveNode(ctx context.Context, id string) error {
+	_, err := c.do(ctx, call{method: http.MethodDelete, path: "/nodes/" + pathID(id)})
+	return err
+}
+
 func (c *Client) nodeCall(ctx context.Context, method, path string) (*Node, error) {
 	out := &Node{}
 	if _, err := c.do(ctx, call{method: method, path: path, out: out}); err != nil {

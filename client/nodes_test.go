@@ -12,7 +12,8 @@ import (
 
 // TestNodes walks the SDK's node calls against the in-process daemon:
 // list (with a dead node), get, drain (a create then fails with 503),
-// undrain (creates work again), and 404 for an unknown node.
+// undrain (creates work again), 404 for an unknown node, and the removal
+// of the dead node (a live one is a conflict).
 func TestNodes(t *testing.T) {
 	srv, c := newFake(t)
 	ctx := context.Background()
@@ -54,4 +55,16 @@ func TestNodes(t *testing.T) {
 		t.Errorf("create after undrain: %v", err)
 	}
 	_ = c.KillSandbox(ctx, sb.SandboxID)
+	if err := c.RemoveNode(ctx, clienttest.NodeID); !client.IsConflict(err) {
+		t.Errorf("remove a live node: %v, want a conflict", err)
+	}
+	if err := c.RemoveNode(ctx, "z-dead"); err != nil {
+		t.Fatalf("remove the dead node: %v", err)
+	}
+	if err := c.RemoveNode(ctx, "z-dead"); !client.IsNotFound(err) {
+		t.Errorf("remove it again: %v, want a 404", err)
+	}
+	if list, err := c.ListNodes(ctx); err != nil || len(list) != 1 {
+		t.Errorf("list after the removal: %+v %v", list, err)
+	}
 }

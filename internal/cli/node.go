@@ -14,19 +14,21 @@ func (a *app) nodeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "node",
 		Aliases: []string{"nodes"},
-		Short:   "List the daemons of a cluster and drain them",
+		Short:   "List the daemons of a cluster, drain them, remove dead ones",
 		Long: `A node is one forkbox daemon. Daemons sharing a --database form a cluster:
 each registers itself, renews its lease every 2 seconds with its free memory,
 CPUs and sandboxes, and counts as dead once the lease (10 seconds) runs out.
 A single daemon on SQLite is a cluster of one. A drained node takes no new
 sandboxes (creates, forks and clones on it answer 503); the ones it runs keep
-running. Any node can be asked about, or drain, any other.`,
+running. Any node can be asked about, or drain, any other. A dead node retired
+for good can be removed from the records.`,
 		Example: `  forkbox node list
   forkbox node drain node-b
   forkbox node info node-b --json
-  forkbox node undrain node-b`,
+  forkbox node undrain node-b
+  forkbox node remove node-c`,
 	}
-	cmd.AddCommand(a.nodeListCmd(), a.nodeInfoCmd(), a.nodeDrainCmd(true), a.nodeDrainCmd(false))
+	cmd.AddCommand(a.nodeListCmd(), a.nodeInfoCmd(), a.nodeDrainCmd(true), a.nodeDrainCmd(false), a.nodeRemoveCmd())
 	return cmd
 }
 

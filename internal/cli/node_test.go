@@ -10,7 +10,8 @@ import (
 
 // TestNodeVerbs: list (table and --json, this node marked, a dead node
 // shown dead), info, drain (then sandbox create fails naming the node),
-// undrain, and a non-zero exit for an unknown node.
+// undrain, remove (a dead node only), and a non-zero exit for an unknown
+// node.
 func TestNodeVerbs(t *testing.T) {
 	srv := clienttest.NewServer(t)
 	srv.AddNode("z-node", "http://10.0.0.9:3000", false)
@@ -40,7 +41,16 @@ func TestNodeVerbs(t *testing.T) {
 	if r := runCLI(t, srv, nil, "sandbox", "create"); r.code != 0 {
 		t.Errorf("create after undrain: %s", r.stderr)
 	}
-	for _, verb := range []string{"info", "drain", "undrain"} {
+	if r := runCLI(t, srv, nil, "node", "remove", clienttest.NodeID); r.code == 0 || !strings.Contains(r.stderr, "only a dead node can be removed") {
+		t.Errorf("remove a live node: %d %s", r.code, r.stderr)
+	}
+	if got := mustJSON[map[string]any](t, srv, "node", "remove", "z-node"); got["nodeID"] != "z-node" || got["removed"] != true {
+		t.Errorf("remove --json: %v", got)
+	}
+	if list := mustJSON[[]client.Node](t, srv, "node", "list"); len(list) != 1 {
+		t.Errorf("list after the removal: %+v", list)
+	}
+	for _, verb := range []string{"info", "drain", "undrain", "remove"} {
 		if r := runCLI(t, srv, nil, "node", verb, "nope"); r.code == 0 || !strings.Contains(r.stderr, "nope") {
 			t.Errorf("node %s nope: %d %s", verb, r.code, r.stderr)
 		}

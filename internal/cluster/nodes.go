@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
@@ -105,6 +106,37 @@ func (r *Registry) SetDraining(ctx context.Context, id string, draining bool) (N
 	}
 	r.cfg.Logger.Info("node drain set", "node", id, "draining", draining, "by", r.cfg.NodeID)
 	return r.view(n, r.cfg.Now()), nil
+}
+
+// Remove deletes the dead node with id from the records, so listings and
+// metrics stop counting a node retired for good. A node whose lease runs
+// is ErrConflict, and so is one Config.BeforeRemove refuses; an unknown
+// one is ErrNotFound. A removed node that starts again registers anew.
+func (r *Registry) Remove(ctx context.Context, id string) error {
+	n, err := r.cfg.Store.GetNode(ctx, id)
+	if err != nil {
+		return err
+	}
+	now := r.cfg.Now()
+	if st := stateAt(n, now); st != StateDead {
+		return fmt.Errorf("node %s is %s: only a dead node can be removed (stop it first; its lease runs until %s): %w",
+			id, st, n.LeaseUntil.Format(time.RFC3339), errdefs.ErrConflict)
+	}
+	if r.cfg.BeforeRemove != nil {
+		if err := r.cfg.BeforeRemove(ctx, id); err != nil {
+			return err
+		}
+	}
+	if err := r.cfg.Store.DeleteNode(ctx, id, now); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	delete(r.reaped, id)
+	delete(r.picks, id)
+	r.nodes = slices.DeleteFunc(slices.Clone(r.nodes), func(n Node) bool { return n.ID == id })
+	r.mu.Unlock()
+	r.cfg.Logger.Info("node removed", "node", id, "by", r.cfg.NodeID)
+	return nil
 }
 
 // CheckAccepting is nil if this node takes new sandboxes, and an

@@ -30,6 +30,7 @@ type Store interface {
 	GetNode(ctx context.Context, id string) (*store.Node, error)
 	ListNodes(ctx context.Context) ([]*store.Node, error)
 	SetNodeDraining(ctx context.Context, id string, draining bool) (*store.Node, error)
+	DeleteNode(ctx context.Context, id string, deadBy time.Time) error
 }
 
 // Config configures a Registry. Store, NodeID and URL are required.
@@ -65,6 +66,10 @@ type Config struct {
 	// node drained, in its own goroutine and never twice at once: the
 	// node moves its paused work off (the daemon hands it to others).
 	WhileDraining func(ctx context.Context)
+	// BeforeRemove, if set, may refuse the removal of a dead node (Remove)
+	// with the reason: the daemon refuses while the node's running
+	// sandboxes are not recorded lost.
+	BeforeRemove func(ctx context.Context, node string) error
 }
 
 // Registry registers this node, renews its lease and answers who the

@@ -84,6 +84,20 @@ func (f *fakeStore) SetNodeDraining(ctx context.Context, id string, draining boo
 	return n, nil
 }
 
+func (f *fakeStore) DeleteNode(ctx context.Context, id string, deadBy time.Time) error {
+	n, err := f.GetNode(ctx, id)
+	if err != nil {
+		return err
+	}
+	if n.LeaseUntil.After(deadBy) {
+		return fmt.Errorf("node %s: its lease runs: %w", id, errdefs.ErrConflict)
+	}
+	f.mu.Lock()
+	delete(f.nodes, id)
+	f.mu.Unlock()
+	return nil
+}
+
 func (f *fakeStore) set(down bool) {
 	f.mu.Lock()
 	f.down = down
@@ -252,4 +266,49 @@ func TestHostReport(t *testing.T) {
 	if r.FreeMemoryMiB <= 0 || r.CPUs <= 0 || r.Version == "" {
 		t.Errorf("host report %+v", r)
 	}
+}
+
+// TestRemove: only a dead node is removed, and only if BeforeRemove lets
+// it; an unknown one is ErrNotFound; a removed node that comes back
+// registers anew.
+func TestRemove(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st, log := newFakeStore(), &syncbuf.Buffer{}
+		a, b := newRegistry(t, st, "node-a", log), newRegistry(t, st, "node-b", log)
+		if err := a.Remove(ctx, "nope"); !errdefs.IsNotFound(err) {
+			t.Errorf("remove unknown: %v", err)
+		}
+		if err := a.Remove(ctx, "node-b"); !errdefs.IsConflict(err) || !strings.Contains(err.Error(), "node node-b is alive") {
+			t.Errorf("remove a live node: %v, want a conflict", err)
+		}
+		time.Sleep(DefaultLease)
+		refused := fmt.Errorf("its sandboxes: %w", errdefs.ErrConflict)
+		a.cfg.BeforeRemove = func(context.Context, string) error { return refused }
+		if err := a.Remove(ctx, "node-b"); !errors.Is(err, refused) {
+			t.Errorf("remove refused by BeforeRemove: %v", err)
+		}
+		if s := states(t, a); s["node-b"] != StateDead {
+			t.Fatalf("after a refused removal: %v", s)
+		}
+		a.cfg.BeforeRemove = nil
+		if err := a.Remove(ctx, "node-b"); err != nil {
+			t.Fatalf("remove a dead node: %v", err)
+		}
+		if s := states(t, a); len(s) != 1 || s["node-a"] != StateDead {
+			t.Errorf("after the removal: %v, want node-a alone", s)
+		}
+		if err := a.Remove(ctx, "node-b"); !errdefs.IsNotFound(err) {
+			t.Errorf("remove twice: %v", err)
+		}
+		if err := b.Register(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if s := states(t, a); s["node-b"] != StateAlive {
+			t.Errorf("a removed node back: %v, want it alive", s)
+		}
+		if !strings.Contains(log.String(), "node removed") {
+			t.Errorf("no removal logged:\n%s", log)
+		}
+	})
 }

@@ -28,7 +28,8 @@ func startRegistry(ctx context.Context, o Options, st *store.Store, lns *listene
 		return nil, err
 	}
 	cfg := cluster.Config{Store: st, NodeID: o.NodeID, URL: u, Logger: o.Logger,
-		Heartbeat: o.NodeHeartbeat, Lease: o.NodeLease, Probe: func() store.Report { return nodeReport(mgr, obj) }}
+		Heartbeat: o.NodeHeartbeat, Lease: o.NodeLease, Probe: func() store.Report { return nodeReport(mgr, obj) },
+		BeforeRemove: mgr.CheckNodeRemovable}
 	if st.Postgres() { // other nodes' sandboxes are in the records: lost with their node
 		cfg.OnDead = func(ctx context.Context, node string, since time.Time) error {
 			_, err := mgr.LoseNode(ctx, node, since)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/images"
 	"github.com/forkbox/forkbox/internal/store"
 )
@@ -58,4 +59,27 @@ func (m *Manager) LoseNode(ctx context.Context, node string, since time.Time) (i
 // pause did its work, only its record was not written.
 func (m *Manager) pausedBeforeDeath(ctx context.Context, rec *store.Sandbox) bool {
 	return m.cfg.SharedImages && State(rec.State) == StatePausing && images.Exists(ctx, m.img, images.Pause(rec.ID))
+}
+
+// CheckNodeRemovable is nil if node, dead, may leave the node registry:
+// none of its sandboxes is recorded as running. One that is would never
+// be recorded lost once its node is gone (LoseNode is told of registered
+// nodes only): its death not recorded yet, or a node that stopped cleanly
+// and means to come back for them, is ErrConflict.
+func (m *Manager) CheckNodeRemovable(ctx context.Context, node string) error {
+	recs, _, err := m.st.ListSandboxes(ctx, store.SandboxFilter{States: liveStates()})
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, rec := range recs {
+		if rec.ClientID == node && State(rec.State) != StatePaused {
+			n++
+		}
+	}
+	if n > 0 {
+		return fmt.Errorf("node %s still has %d sandbox(es) recorded as running: once its death is recorded (within two leases) they are lost and it can go; a node that stopped cleanly comes back for them, so start it and kill them first: %w",
+			node, n, errdefs.ErrConflict)
+	}
+	return nil
 }

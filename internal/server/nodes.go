@@ -13,6 +13,9 @@ type Nodes interface {
 	List(ctx context.Context) ([]cluster.Node, error)
 	Get(ctx context.Context, id string) (cluster.Node, error)
 	SetDraining(ctx context.Context, id string, draining bool) (cluster.Node, error)
+	// Remove deletes a dead node from the records (ErrConflict while its
+	// lease runs or its sandboxes are recorded running).
+	Remove(ctx context.Context, id string) error
 	// CheckAccepting is nil if this node takes new sandboxes, else an
 	// ErrUnavailable that says why.
 	CheckAccepting(ctx context.Context) error
@@ -55,6 +58,7 @@ func (s *Server) nodeRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /nodes/{id}", s.getNode)
 	mux.HandleFunc("POST /nodes/{id}/drain", func(w http.ResponseWriter, r *http.Request) { s.setDraining(w, r, true) })
 	mux.HandleFunc("POST /nodes/{id}/undrain", func(w http.ResponseWriter, r *http.Request) { s.setDraining(w, r, false) })
+	mux.HandleFunc("DELETE /nodes/{id}", s.removeNode)
 	mux.HandleFunc("POST /cluster/copies", func(w http.ResponseWriter, r *http.Request) {
 		if s.nodesOr501(w, r) {
 			s.startCopy(w, r)
@@ -111,6 +115,19 @@ func (s *Server) setDraining(w http.ResponseWriter, r *http.Request, draining bo
 		return
 	}
 	writeJSON(w, http.StatusOK, nodeOf(n))
+}
+
+// removeNode is DELETE /nodes/{id}: 204 once a dead node is gone from the
+// records; 409 while its lease runs or its sandboxes are recorded running.
+func (s *Server) removeNode(w http.ResponseWriter, r *http.Request) {
+	if !s.nodesOr501(w, r) {
+		return
+	}
+	if err := s.cfg.Nodes.Remove(r.Context(), r.PathValue("id")); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // acceptsNew answers 503 and returns false if this node takes no new

@@ -81,6 +81,28 @@ func TestNodesAPI(t *testing.T) {
 	e.create(nil)
 }
 
+// TestRemoveNode: DELETE /nodes/{id} removes a dead node (204, then 404);
+// a live one is 409 saying why, an unknown one 404.
+func TestRemoveNode(t *testing.T) {
+	e := newEnv(t, withNodes(t))
+	for path, want := range map[string]int{"/nodes/nope": http.StatusNotFound, "/nodes/node-a": http.StatusConflict} {
+		if resp, data := e.call("DELETE", path, nil); resp.StatusCode != want {
+			t.Errorf("DELETE %s: %d %s, want %d", path, resp.StatusCode, data, want)
+		} else if want == http.StatusConflict && !strings.Contains(string(data), "only a dead node can be removed") {
+			t.Errorf("DELETE of a live node says %s", data)
+		}
+	}
+	if resp, data := e.call("DELETE", "/nodes/node-b", nil); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE a dead node: %d %s, want 204", resp.StatusCode, data)
+	}
+	if resp, _ := e.call("GET", "/nodes/node-b", nil); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET a removed node: %d, want 404", resp.StatusCode)
+	}
+	if _, data := e.call("GET", "/nodes", nil); len(decodeArray(t, data)) != 1 {
+		t.Errorf("list after the removal: %s", data)
+	}
+}
+
 // TestNodesWithoutRegistry: a server without a registry answers /nodes
 // 501 and creates as before.
 func TestNodesWithoutRegistry(t *testing.T) {
@@ -94,7 +116,7 @@ func TestNodesWithoutRegistry(t *testing.T) {
 // TestNodesNeedKey: the node routes are control routes: no key, 401.
 func TestNodesNeedKey(t *testing.T) {
 	e := newEnv(t, withNodes(t))
-	for _, r := range []struct{ method, path string }{{"GET", "/nodes"}, {"POST", "/nodes/node-a/drain"}} {
+	for _, r := range []struct{ method, path string }{{"GET", "/nodes"}, {"POST", "/nodes/node-a/drain"}, {"DELETE", "/nodes/node-b"}} {
 		req, _ := http.NewRequest(r.method, e.srv.URL+r.path, nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/forkbox/forkbox/internal/errdefs"
 )
 
 // Node is the record of one daemon of a cluster (the node registry): what
@@ -112,6 +114,24 @@ func (s *Store) SetNodeDraining(ctx context.Context, id string, draining bool) (
 		return nil, notFound("node", id)
 	}
 	return s.GetNode(ctx, id)
+}
+
+// DeleteNode removes the node with id from the registry if its lease ran
+// out at deadBy or before. An unknown node is ErrNotFound; one whose lease
+// runs past deadBy (alive, or back since the caller looked) is
+// ErrConflict, and stays. A node that comes back later registers anew.
+func (s *Store) DeleteNode(ctx context.Context, id string, deadBy time.Time) error {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM nodes WHERE id = ? AND lease_until <= ?`, id, deadBy.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("remove node %s: %w", id, classify(err))
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		return nil
+	}
+	if _, err := s.GetNode(ctx, id); err != nil {
+		return err
+	}
+	return fmt.Errorf("node %s: its lease runs: %w", id, errdefs.ErrConflict)
 }
 
 // scanner is a row or rows.

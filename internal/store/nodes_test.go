@@ -56,4 +56,20 @@ func testNodes(t *testing.T, s *Store) {
 	if got, err = s.GetNode(ctx, "node-b"); err != nil || got.Draining || got.URL != "http://b:3000" || got.CPUs != 4 {
 		t.Fatalf("get: %+v %v", got, err)
 	}
+	// Removal: only of a node whose lease ran out by the time given.
+	if err := s.DeleteNode(ctx, "nope", start); !errdefs.IsNotFound(err) {
+		t.Fatalf("remove unknown: %v", err)
+	}
+	if err := s.DeleteNode(ctx, "node-b", next.LeaseUntil.Add(-time.Millisecond)); !errdefs.IsConflict(err) {
+		t.Fatalf("remove a node whose lease runs: %v, want a conflict", err)
+	}
+	if err := s.DeleteNode(ctx, "node-b", next.LeaseUntil); err != nil {
+		t.Fatalf("remove a dead node: %v", err)
+	}
+	if list, err = s.ListNodes(ctx); err != nil || len(list) != 1 || list[0].ID != "node-a" {
+		t.Fatalf("list after the removal: %+v %v", list, err)
+	}
+	if got, err = s.HeartbeatNode(ctx, &next); err != nil || got.Draining || got.Running != 4 {
+		t.Fatalf("a removed node's next heartbeat registers it anew: %+v %v", got, err)
+	}
 }

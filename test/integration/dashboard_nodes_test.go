@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/forkbox/forkbox/client"
@@ -16,7 +17,8 @@ import (
 // daemons share one PostgreSQL: the Nodes view lists node-a (marked as
 // the node serving the page) and node-b, both alive; a sandbox created on
 // node b shows node-b as its node; Drain on node-b's row makes it draining
-// (as the Go SDK sees it too) and Undrain makes it alive again.
+// (as the Go SDK sees it too) and Undrain makes it alive again; once node
+// b has stopped, Remove on its row takes it out of the records.
 func TestDashboardNodes(t *testing.T) {
 	ctx := daemontest.Context(t)
 	a, b := startPair(t, nodeArgs, nodeArgs)
@@ -50,6 +52,36 @@ func TestDashboardNodes(t *testing.T) {
 	if n, err := ca.GetNode(ctx, "node-b"); err != nil || n.State != client.NodeAlive || n.Draining {
 		t.Errorf("node-b after Undrain, as the SDK sees it: %+v %v", n, err)
 	}
+
+	// Node b retired: stopped cleanly with nothing left running, it is dead
+	// at once, and its Remove button takes it out of the records.
+	if err := ca.KillSandbox(ctx, onB.SandboxID); err != nil {
+		t.Fatal(err)
+	}
+	b.Terminate()
+	waitJS(t, bctx, nodeBadge("node-b")+` === "dead"`, "node-b dead")
+	acceptDialogs(bctx)
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(nodeRow("node-b")+" button.node-remove"))); err != nil {
+		t.Fatalf("click Remove on node-b: %v", err)
+	}
+	waitJS(t, bctx, `!document.querySelector('`+nodeRow("node-b")+`') && !!document.querySelector('`+nodeRow("node-a")+`')`,
+		"node-b removed, node-a listed")
+	if _, err := ca.GetNode(ctx, "node-b"); !client.IsNotFound(err) {
+		t.Errorf("node-b after Remove, as the SDK sees it: %v, want a 404", err)
+	}
+}
+
+// acceptDialogs has the page's confirm() dialogs answered OK from now on.
+func acceptDialogs(bctx context.Context) {
+	dialogs := chromedp.Events(bctx, page.JavascriptDialogOpening)
+	go func() {
+		for _, err := range dialogs {
+			if err != nil {
+				return
+			}
+			chromedp.Call(bctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+		}
+	}()
 }
 
 // nodeRow is the CSS selector of a node's row in the Nodes view.

@@ -1,7 +1,8 @@
 // forkbox dashboard: the nodes view. Lists the cluster's nodes (GET
 // /nodes) with their state, load and last heartbeat, marks the node that
-// serves this page, and drains or undrains a node. A daemon without a node
-// registry answers 501: the view says so rather than raising an error.
+// serves this page, drains or undrains a node, and removes a dead one. A
+// daemon without a node registry answers 501: the view says so rather than
+// raising an error.
 // Uses app.js's API helper (window.forkboxDashboard); every API value
 // reaches the DOM as text.
 "use strict";
@@ -55,6 +56,24 @@
     }
   }
 
+  // remove asks to remove a dead node from the records, then refreshes the
+  // view; the daemon refuses (409, shown) while its sandboxes are recorded
+  // running.
+  async function remove(n, button) {
+    const d = dash();
+    if (!confirm("Remove dead node " + n.nodeID + " from the cluster's records?")) return;
+    button.disabled = true;
+    try {
+      await d.api("DELETE", "/nodes/" + enc(n.nodeID));
+      d.setError("nodes", "");
+    } catch (e) {
+      d.setError("nodes", e.message);
+    } finally {
+      button.disabled = false;
+      refresh();
+    }
+  }
+
   function row(n) {
     const d = dash();
     const el = d.el;
@@ -75,7 +94,11 @@
         type: "button", class: "act" + (drain ? " danger" : ""), text: drain ? "Drain" : "Undrain",
         title: drain ? "Take no new sandboxes on this node; those it runs keep running" : "Take new sandboxes again",
         onclick: (ev) => setDraining(n, drain, ev.currentTarget),
-      })));
+      }), n.state === "dead" ? el("button", {
+        type: "button", class: "act danger node-remove", text: "Remove",
+        title: "Remove this dead node from the records (a node retired for good)",
+        onclick: (ev) => remove(n, ev.currentTarget),
+      }) : null));
   }
 
   function render() {
