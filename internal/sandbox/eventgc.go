@@ -2,9 +2,10 @@ package sandbox
 
 import (
 	"context"
+	"slices"
 	"time"
 
-	"github.com/forkbox/forkbox/internal/errdefs"
+	"github.com/forkbox/forkbox/internal/store"
 )
 
 // DefaultDeadLogRetention is how long the event log of a sandbox that died
@@ -23,19 +24,46 @@ func (m *Manager) collectEventLogs(ctx context.Context) {
 		m.log.Error("list event logs", "err", err)
 		return
 	}
+	var others []string
 	for _, id := range ids {
-		if m.isLive(id) || m.logKept(ctx, id) {
-			continue
+		if !m.isLive(id) {
+			others = append(others, id)
 		}
-		m.mu.Lock()
-		// Under mu: a create puts its entry in boxes before it logs, so an
-		// id that is still not there has nobody writing to its log.
-		if _, ok := m.boxes[id]; !ok {
-			if err := m.cfg.Events.Remove(id); err != nil {
-				m.log.Error("remove event log", "id", id, "err", err)
+	}
+	// One query per batch rather than one per log: with a cluster's
+	// shared logs, every node lists the quiet logs of every node's
+	// sandboxes.
+	for batch := range slices.Chunk(others, eventGCBatch) {
+		recs, _, err := m.st.ListSandboxes(ctx, store.SandboxFilter{IDs: batch})
+		if err != nil {
+			m.log.Warn("read the records of event logs; kept for now", "err", err)
+			return
+		}
+		byID := make(map[string]*store.Sandbox, len(recs))
+		for _, rec := range recs {
+			byID[rec.ID] = rec
+		}
+		for _, id := range batch {
+			if !m.logKept(byID[id]) {
+				m.removeUnusedLog(id)
 			}
 		}
-		m.mu.Unlock()
+	}
+}
+
+// eventGCBatch is how many records one query of collectEventLogs reads.
+const eventGCBatch = 200
+
+// removeUnusedLog removes id's event log unless id is live by now.
+func (m *Manager) removeUnusedLog(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// Under mu: a create puts its entry in boxes before it logs, so an id
+	// that is still not there has nobody writing to its log.
+	if _, ok := m.boxes[id]; !ok {
+		if err := m.cfg.Events.Remove(id); err != nil {
+			m.log.Error("remove event log", "id", id, "err", err)
+		}
 	}
 }
 
@@ -46,16 +74,13 @@ func (m *Manager) isLive(id string) bool {
 	return ok
 }
 
-// logKept reports whether the record of id keeps its log: a live record
-// the map does not hold yet, or a death of its own within the retention.
-// A store that fails keeps the log (it is tried again).
-func (m *Manager) logKept(ctx context.Context, id string) bool {
-	rec, err := m.st.GetSandbox(ctx, id)
+// logKept reports whether record rec (nil: none) keeps its log: a live
+// record the map does not hold yet, or a death of its own within the
+// retention.
+func (m *Manager) logKept(rec *store.Sandbox) bool {
 	switch {
-	case errdefs.IsNotFound(err):
+	case rec == nil:
 		return false
-	case err != nil:
-		return true
 	case State(rec.State) != StateKilled:
 		return State(rec.State).Live()
 	}

@@ -2,12 +2,14 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/forkbox/forkbox/internal/eventlog"
 	"github.com/forkbox/forkbox/internal/runtime"
+	"github.com/forkbox/forkbox/internal/store"
 )
 
 // The event log collection keeps the logs of live sandboxes and, for
@@ -51,4 +53,27 @@ func TestCollectEventLogs(t *testing.T) {
 		t.Fatalf("event logs after the retention: %v, want only %s", ids, live.ID)
 	}
 	e.shutdown(t)
+}
+
+// More logs than one batch reads: every batch is collected, and a record
+// in a later batch still keeps its log.
+func TestCollectEventLogsInBatches(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	late := eventlog.Event{Time: time.Now(), Level: eventlog.LevelInfo, Message: "late"}
+	n := 2*eventGCBatch + 7
+	for i := range n {
+		if err := e.m.cfg.Events.Append(fmt.Sprintf("orphan%014d", i), late); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A sandbox another node runs: its record, no entry in this Manager.
+	kept := fmt.Sprintf("orphan%014d", n-1)
+	if err := e.st.PutSandbox(ctx, &store.Sandbox{ID: kept, ClientID: "node-b", State: string(StateRunning), TemplateID: "base"}); err != nil {
+		t.Fatal(err)
+	}
+	e.m.collectEventLogs(ctx)
+	if ids, err := e.m.cfg.Events.IDs(); err != nil || !slices.Equal(ids, []string{kept}) {
+		t.Fatalf("event logs after collection: %d of them (%v), want only %s", len(ids), err, kept)
+	}
 }

@@ -25,6 +25,10 @@ type SandboxFilter struct {
 	// Templates keeps only sandboxes whose template id or alias is listed
 	// (nil: all; an empty non-nil slice: none).
 	Templates []string
+	// IDs keeps only the sandboxes with these ids (nil: all; an empty
+	// non-nil slice: none). Callers keep it to a few hundred: each id is a
+	// query parameter.
+	IDs []string
 	// Desc lists the newest first; the default is creation order.
 	Desc bool
 	// Limit caps the page size (0: no cap).
@@ -39,7 +43,7 @@ type SandboxFilter struct {
 // not an offset, so sandboxes created or removed between two pages neither
 // repeat nor skip the others.
 func (s *Store) ListSandboxes(ctx context.Context, f SandboxFilter) ([]*Sandbox, string, error) {
-	if f.Templates != nil && len(f.Templates) == 0 {
+	if f.Templates != nil && len(f.Templates) == 0 || f.IDs != nil && len(f.IDs) == 0 {
 		return nil, "", nil
 	}
 	pos, err := decodeToken(f.NextToken)
@@ -58,6 +62,12 @@ func (s *Store) ListSandboxes(ctx context.Context, f SandboxFilter) ([]*Sandbox,
 		q += ` AND state IN (?` + strings.Repeat(",?", len(f.States)-1) + `)`
 		for _, st := range f.States {
 			args = append(args, st)
+		}
+	}
+	if len(f.IDs) > 0 {
+		q += ` AND id IN (?` + strings.Repeat(",?", len(f.IDs)-1) + `)`
+		for _, id := range f.IDs {
+			args = append(args, id)
 		}
 	}
 	rows, err := s.db.QueryContext(ctx, q+order, args...)

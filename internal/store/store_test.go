@@ -146,6 +146,9 @@ func testSandboxRecords(t *testing.T, s *Store) {
 		{"by metadata", SandboxFilter{Metadata: map[string]string{"n": "1"}}, []string{"s1", "s3"}},
 		{"metadata and state", SandboxFilter{States: []string{"paused"}, Metadata: map[string]string{"n": "1"}}, []string{"s1"}},
 		{"missing key", SandboxFilter{Metadata: map[string]string{"x": ""}}, nil},
+		{"by ids", SandboxFilter{IDs: []string{"s3", "nope", "s1", "s2"}}, []string{"s1", "s2", "s3"}},
+		{"ids and state", SandboxFilter{IDs: []string{"s0", "s1", "s2"}, States: []string{"paused"}}, []string{"s0", "s1"}},
+		{"no ids", SandboxFilter{IDs: []string{}}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
