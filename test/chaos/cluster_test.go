@@ -82,8 +82,9 @@ func startCluster(t *testing.T) (*cluster, []*node) {
 	}
 	t.Cleanup(func() { st.Close() })
 	cl.st = st
-	nodes := []*node{{id: "node-a", index: freeIndex(1, 40, daemontest.NetworkIndex())},
-		{id: "node-b", index: freeIndex(41, 50, 41+os.Getpid()%10)}}
+	// Node a has the test process's own index, node b one reserved for it:
+	// no other test process's daemon shares either (daemontest).
+	nodes := []*node{{id: "node-a", index: daemontest.NetworkIndex()}, {id: "node-b", index: daemontest.ReserveIndex(t)}}
 	for _, n := range nodes {
 		t.Cleanup(func() { exec.Command("nft", "delete", "table", "inet", fmt.Sprintf("forkbox%d", n.index)).Run() })
 	}
@@ -109,22 +110,6 @@ func startCluster(t *testing.T) (*cluster, []*node) {
 		}
 	}
 	return cl, nodes
-}
-
-// freeIndex is a node's network index: the first of lo..hi from first on
-// (daemontest's own, or test/integration's second index for node b) whose
-// cgroup parent holds no sandbox's cgroup and that names no namespace.
-// Another test's daemon, or leftovers of an aborted one, would otherwise
-// count as the node's leaks (and be swept by it).
-func freeIndex(lo, hi, first int) int {
-	span := hi - lo + 1
-	for i := range span {
-		n := lo + (first-lo+i)%span
-		if len(cgroupDirs(n, "memory")) == 0 && len(netnsNames(n)) == 0 {
-			return n
-		}
-	}
-	return first
 }
 
 // restartDatabase stops the database while the round's operations run and

@@ -34,10 +34,11 @@ func TestCluster(t *testing.T) {
 	nodes := make([]*daemontest.Daemon, 3)
 	var wg sync.WaitGroup
 	for i, id := range ids {
+		index := daemontest.ReserveIndex(t)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			nodes[i] = startNode(t, id, 44+i, url, srv, "--registry-mirror", "docker.io="+reg)
+			nodes[i] = startNode(t, id, index, url, srv, "--registry-mirror", "docker.io="+reg)
 		}()
 	}
 	wg.Wait()

@@ -35,7 +35,7 @@ func TestClusterKill9MidWork(t *testing.T) {
 	// finds its records as it left them.
 	args := slices.Concat(nodeArgs, []string{"--node-lease", "20s"})
 	a := startClusterNode(t, url, srv, "node-a", 0, args)
-	b := startClusterNode(t, url, srv, "node-b", secondIndex(), args)
+	b := startClusterNode(t, url, srv, "node-b", secondIndex(t), args)
 	ca := client.New(a.URL, a.APIKey)
 	nodes := map[string]*daemontest.Daemon{"node-a": a, "node-b": b}
 

@@ -18,7 +18,7 @@ import (
 func BenchmarkForwarding(b *testing.B) {
 	ctx := daemontest.Context(b)
 	url := pgtest.Start(b).NewDatabase(b)
-	na, nb := startOnDatabase(b, url, "node-a", 0, nodeArgs...), startOnDatabase(b, url, "node-b", secondIndex(), nodeArgs...)
+	na, nb := startOnDatabase(b, url, "node-a", 0, nodeArgs...), startOnDatabase(b, url, "node-b", secondIndex(b), nodeArgs...)
 	ca, cb := client.New(na.URL, na.APIKey), client.New(nb.URL, na.APIKey)
 	sb, err := cb.CreateSandbox(ctx, client.CreateOptions{TemplateID: "base", Timeout: 30 * time.Minute})
 	if err != nil {

@@ -38,9 +38,10 @@ func startOnDatabase(t testing.TB, url, node string, index int, extra ...string)
 func startPair(t *testing.T, extraA, extraB []string) (a, b *daemontest.Daemon) {
 	url := pgtest.Start(t).NewDatabase(t)
 	var wg sync.WaitGroup
+	second := secondIndex(t)
 	wg.Add(2)
 	go func() { defer wg.Done(); a = startOnDatabase(t, url, "node-a", 0, extraA...) }()
-	go func() { defer wg.Done(); b = startOnDatabase(t, url, "node-b", secondIndex(), extraB...) }()
+	go func() { defer wg.Done(); b = startOnDatabase(t, url, "node-b", second, extraB...) }()
 	wg.Wait()
 	if a == nil || b == nil {
 		t.Fatal("a daemon did not start")
@@ -58,9 +59,9 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// secondIndex is a network index no other test process's daemons take
-// (daemontest picks 1..40).
-func secondIndex() int { return 41 + os.Getpid()%10 }
+// secondIndex reserves, for t, a network index no other daemon of any
+// test process has: a second node's.
+func secondIndex(t testing.TB) int { return daemontest.ReserveIndex(t) }
 
 // TestPostgresTwoDaemons: two daemons started at once on one fresh
 // PostgreSQL database share the API key, the CAs and the secrets key, and
@@ -195,7 +196,7 @@ func TestPostgresKill9Restart(t *testing.T) {
 	// A second daemon given node-a's id is refused before it reads a
 	// record as its own: node-a's running sandbox stays running.
 	serveFails(t, "node id node-a is taken by a running daemon at "+d.URL, "--database", url, "--node-id", "node-a",
-		"--network-index", fmt.Sprint(secondIndex()))
+		"--network-index", fmt.Sprint(secondIndex(t)))
 	if st := state(t, ctx, c, running.SandboxID); st != "running" {
 		t.Errorf("running sandbox after a second node-a was refused: %s", st)
 	}

@@ -37,7 +37,7 @@ import time; time.sleep(1e6)' >/dev/null 2>&1 &`
 func BenchmarkRemoteResume(b *testing.B) {
 	ctx := daemontest.Context(b)
 	start := benchNodes(b)
-	na, nb := start("node-a", 0), start("node-b", secondIndex())
+	na, nb := start("node-a", 0), start("node-b", secondIndex(b))
 	cl := map[string]*client.Client{"node-a": client.New(na.URL, na.APIKey), "node-b": client.New(nb.URL, na.APIKey)}
 	logs := map[string]*daemontest.Daemon{"node-a": na, "node-b": nb}
 	for _, size := range []string{"tiny", "256MiB"} {
@@ -172,8 +172,8 @@ func BenchmarkClusterClone(b *testing.B) {
 	ctx := daemontest.Context(b)
 	start := benchNodes(b)
 	na := start("node-a", 0)
-	start("node-b", secondIndex())
-	start("node-c", 41+(secondIndex()-41+5)%10)
+	start("node-b", secondIndex(b))
+	start("node-c", secondIndex(b))
 	ca := client.New(na.URL, na.APIKey)
 	if _, err := ca.DrainNode(ctx, "node-b"); err != nil {
 		b.Fatal(err)

@@ -45,8 +45,9 @@ func startTrio(t *testing.T) (a, b, c *daemontest.Daemon) {
 	var wg sync.WaitGroup
 	wg.Add(3)
 	go func() { defer wg.Done(); a = startShared(t, url, srv, "node-a", 0) }()
-	go func() { defer wg.Done(); b = startShared(t, url, srv, "node-b", secondIndex()) }()
-	go func() { defer wg.Done(); c = startShared(t, url, srv, "node-c", 41+(secondIndex()-41+5)%10) }()
+	ib, ic := secondIndex(t), secondIndex(t)
+	go func() { defer wg.Done(); b = startShared(t, url, srv, "node-b", ib) }()
+	go func() { defer wg.Done(); c = startShared(t, url, srv, "node-c", ic) }()
 	wg.Wait()
 	if a == nil || b == nil || c == nil {
 		t.Fatal("a daemon did not start")
@@ -66,7 +67,8 @@ func startSharedPair(t *testing.T, aArgs []string, bEnv ...string) (a, b *daemon
 		defer wg.Done()
 		a = startClusterNode(t, url, srv, "node-a", 0, slices.Concat(aArgs, nodeArgs))
 	}()
-	go func() { defer wg.Done(); b = startShared(t, url, srv, "node-b", secondIndex(), bEnv...) }()
+	ib := secondIndex(t)
+	go func() { defer wg.Done(); b = startShared(t, url, srv, "node-b", ib, bEnv...) }()
 	wg.Wait()
 	if a == nil || b == nil {
 		t.Fatal("a daemon did not start")

@@ -148,10 +148,6 @@ func NetNSPrefix() string { return fmt.Sprintf("fbx%d-", networkIndex()) }
 // namespaces (NetNSPrefix).
 func NetworkIndex() int { return networkIndex() }
 
-// networkIndex picks a network index for this test process: distinct per
-// process so daemons of test packages run in parallel do not collide.
-func networkIndex() int { return 1 + os.Getpid()%40 }
-
 // readLog returns <dataDir>/daemon.log, where daemonproc writes the log.
 func readLog(dataDir string) string {
 	b, _ := os.ReadFile(filepath.Join(dataDir, "daemon.log"))
