@@ -43,4 +43,9 @@ type Waiter interface {
 	// ErrConflict, an unknown one with ErrNotFound; a cancelled ctx returns
 	// ctx.Err().
 	Wait(ctx context.Context, id string) (Exit, error)
+	// Stopped says why sandbox id stopped when it did so before a Wait
+	// could start (a death just after a create), as far as the backend can
+	// still tell: ExitKilled when it cannot. A sandbox still running is
+	// ErrConflict, an unknown one ErrNotFound.
+	Stopped(ctx context.Context, id string) (Exit, error)
 }

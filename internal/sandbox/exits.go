@@ -76,7 +76,7 @@ func (m *Manager) waitExit(ctx context.Context, w runtime.Waiter, id string, seq
 		return
 	case errdefs.IsConflict(err):
 		// It stopped between becoming running and the wait: an exit too.
-		ex = runtime.Exit{Reason: runtime.ExitKilled, At: m.now(), Detail: "stopped before the daemon could wait on it"}
+		ex = m.stoppedExit(ctx, w, id)
 	case err != nil:
 		m.log.Warn("cannot wait on sandbox", "sandbox", id, "err", err)
 		return
@@ -85,6 +85,21 @@ func (m *Manager) waitExit(ctx context.Context, w runtime.Waiter, id string, seq
 		ex.At = m.now()
 	}
 	m.sandboxExited(ctx, id, seq, ex)
+}
+
+// stoppedExit is why id stopped before its wait began, as far as the
+// backend can still tell.
+func (m *Manager) stoppedExit(ctx context.Context, w runtime.Waiter, id string) runtime.Exit {
+	const late = "stopped before the daemon could wait on it"
+	ex, err := w.Stopped(ctx, id)
+	if err != nil || ex.Reason == "" {
+		return runtime.Exit{Reason: runtime.ExitKilled, At: m.now(), Detail: late}
+	}
+	if ex.At.IsZero() {
+		ex.At = m.now()
+	}
+	ex.Detail += " (" + late + ")"
+	return ex
 }
 
 // sandboxExited handles the exit of id's supervisor seen by wait seq. An

@@ -3,12 +3,15 @@ package sandbox
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/eventlog"
 	"github.com/forkbox/forkbox/internal/runtime"
+	"github.com/forkbox/forkbox/internal/runtime/fake"
+	"github.com/forkbox/forkbox/internal/runtime/runtimetest"
 )
 
 // A sandbox whose supervisor dies on its own is killed at once, with the
@@ -115,5 +118,36 @@ func waitDescribed(t *testing.T, e *env, id string) *Sandbox {
 			t.Fatalf("sandbox %s not killed a second after its death: %+v, %v", id, sb, err)
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// A death before the Manager's wait began keeps the reason the backend
+// can still tell; one it cannot tell, or a backend that fails, is killed.
+func TestStoppedExit(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	rt := fake.New() // the Manager's own would race its watchers
+	for _, tc := range []struct {
+		name   string
+		kill   func(id string) error
+		reason runtime.ExitReason
+	}{
+		{"process limit", func(id string) error { return rt.KillWith(id, runtime.ExitProcessLimit) }, runtime.ExitProcessLimit},
+		{"running", func(string) error { return nil }, runtime.ExitKilled},
+		{"unknown", func(id string) error { return rt.Delete(ctx, id) }, runtime.ExitKilled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := runtimetest.NewID()
+			if _, err := rt.Create(ctx, runtime.Spec{ID: id, RootFS: t.TempDir()}); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.kill(id); err != nil {
+				t.Fatal(err)
+			}
+			ex := e.m.stoppedExit(ctx, rt, id)
+			if ex.Reason != tc.reason || !strings.Contains(ex.Detail, "before the daemon could wait") || ex.At.IsZero() {
+				t.Errorf("stoppedExit = %+v, want %q, said to be late", ex, tc.reason)
+			}
+		})
 	}
 }

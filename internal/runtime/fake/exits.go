@@ -57,6 +57,22 @@ func (r *Runtime) Wait(ctx context.Context, id string) (runtime.Exit, error) {
 	}
 }
 
+// Stopped implements runtime.Waiter.
+func (r *Runtime) Stopped(ctx context.Context, id string) (runtime.Exit, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sb, err := r.getLocked(id)
+	switch {
+	case err != nil:
+		return runtime.Exit{}, err
+	case sb.state != runtime.StateStopped:
+		return runtime.Exit{}, fmt.Errorf("sandbox %s is %s: %w", id, sb.state, errdefs.ErrConflict)
+	case sb.exit.Reason == "":
+		return runtime.Exit{Reason: runtime.ExitKilled, At: time.Now(), Detail: "fake: stopped"}, nil
+	}
+	return sb.exit, nil
+}
+
 // Waiting reports whether a Wait on sandbox id is in progress. A test that
 // kills a sandbox to see its death reported with the reason waits for it
 // first: like runsc's, the fake's Wait on a sandbox that already stopped

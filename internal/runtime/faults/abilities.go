@@ -29,6 +29,15 @@ func (r *Runtime) Wait(ctx context.Context, id string) (runtime.Exit, error) {
 	return w.Wait(ctx, id)
 }
 
+// Stopped implements runtime.Waiter.
+func (r *Runtime) Stopped(ctx context.Context, id string) (runtime.Exit, error) {
+	w, ok := r.Runtime.(runtime.Waiter)
+	if !ok {
+		return runtime.Exit{}, fmt.Errorf("%s cannot wait on sandboxes: %w", r.Name(), errdefs.ErrUnavailable)
+	}
+	return w.Stopped(ctx, id)
+}
+
 // SaveFilesystem implements runtime.FilesystemSaver.
 func (r *Runtime) SaveFilesystem(ctx context.Context, id, imageDir string) error {
 	fs, ok := r.Runtime.(runtime.FilesystemSaver)

@@ -41,6 +41,23 @@ func (r *Runtime) Wait(ctx context.Context, id string) (runtime.Exit, error) {
 	return r.classifyExit(h, before), nil
 }
 
+// Stopped implements runtime.Waiter. Nothing was counted before, so
+// every OOM kill and refused fork the sandbox's cgroups ever saw, and every
+// fatal line of its log, counts: the container's cgroups and log are its
+// own, from its create or restore on.
+func (r *Runtime) Stopped(ctx context.Context, id string) (runtime.Exit, error) {
+	h, err := r.loadHandle(id)
+	if err != nil {
+		return runtime.Exit{}, err
+	}
+	if _, err := r.supervisorPid(ctx, id, h.cid()); err == nil {
+		return runtime.Exit{}, fmt.Errorf("sandbox %s is running: %w", id, errdefs.ErrConflict)
+	} else if !errdefs.IsConflict(err) {
+		return runtime.Exit{}, err
+	}
+	return r.classifyExit(h, exitCounters{}), nil
+}
+
 // supervisorPid is the pid of container cid's sandbox process. A wait
 // that follows another on the same process (a pooled sandbox handed over
 // to a create) takes it from the earlier one: a `runsc state` is a process

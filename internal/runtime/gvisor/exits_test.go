@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forkbox/forkbox/internal/errdefs"
 	"github.com/forkbox/forkbox/internal/runtime"
 	"github.com/forkbox/forkbox/internal/runtime/runtimetest"
 )
@@ -144,5 +145,43 @@ func TestWaitCrashed(t *testing.T) {
 		if _, err := os.Stat(r.panicLog(spec.ID)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%v: the crash report outlives the sandbox: %v", tc.sig, err)
 		}
+	}
+}
+
+// A sandbox that died before anyone waited on it (here: out of memory at
+// once) is still reported with its reason by Stopped; a running one is a
+// conflict.
+func TestStoppedBeforeWait(t *testing.T) {
+	r := newRuntime(t).(*Runtime)
+	ctx := context.Background()
+	spec := testSpec(runtimetest.NewID(), false)
+	spec.Resources = runtime.Resources{MemoryMB: 64}
+	spec.Args = []string{"python3", "-c",
+		"import time\ntime.sleep(2)\nb = bytearray(1 << 30)\nfor i in range(0, len(b), 4096): b[i] = 1\ntime.sleep(600)"}
+	if _, err := r.Create(ctx, spec); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	t.Cleanup(func() { r.Delete(ctx, spec.ID) })
+	if _, err := r.Stopped(ctx, spec.ID); !errdefs.IsConflict(err) {
+		t.Fatalf("Stopped of a running sandbox: %v, want a conflict", err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		info, err := r.Info(ctx, spec.ID)
+		if err == nil && info.State == runtime.StateStopped {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not stopped a minute after the hog started: %+v, %v", info, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	ex, err := r.Stopped(ctx, spec.ID)
+	if err != nil || ex.Reason != runtime.ExitOutOfMemory {
+		t.Fatalf("Stopped = %+v, %v; want reason %q", ex, err, runtime.ExitOutOfMemory)
+	}
+	t.Logf("exit: %+v", ex)
+	if _, err := r.Wait(ctx, spec.ID); !errdefs.IsConflict(err) {
+		t.Errorf("Wait of the stopped sandbox: %v, want a conflict", err)
 	}
 }

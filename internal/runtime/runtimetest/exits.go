@@ -14,8 +14,9 @@ import (
 const maxExitNotice = time.Second
 
 // testWait checks runtime.Waiter: a supervisor killed from outside ends
-// Wait at once with ExitKilled; a stopped, unknown or cancelled wait
-// answers with the documented errors; a Delete ends a wait too.
+// Wait at once with ExitKilled, and Stopped says so afterwards; a stopped,
+// unknown or cancelled wait answers with the documented errors; a Delete
+// ends a wait too.
 func testWait(s *suite) {
 	w, ok := s.rt.(runtime.Waiter)
 	if !ok {
@@ -32,6 +33,9 @@ func testWait(s *suite) {
 		s.t.Fatalf("Wait on a running sandbox with a 200 ms deadline: %v, want DeadlineExceeded", err)
 	}
 	cancel()
+	if _, err := w.Stopped(ctx, id); !errors.Is(err, errdefs.ErrConflict) {
+		s.t.Fatalf("Stopped on a running sandbox: %v, want ErrConflict", err)
+	}
 	type result struct {
 		exit runtime.Exit
 		err  error
@@ -58,17 +62,32 @@ func testWait(s *suite) {
 	case <-time.After(10 * time.Second):
 		s.t.Fatalf("Wait did not return 10 s after the supervisor was killed")
 	}
+	testAfterExit(s, w, id)
+	if err := s.rt.Delete(ctx, id); err != nil {
+		s.t.Fatalf("Delete of a killed sandbox: %v", err)
+	}
+	s.wantGone(id)
+	testWaitDelete(s, w)
+}
+
+// testAfterExit checks what a Waiter answers about sandbox id once its
+// supervisor was killed from outside: a Wait is a conflict, and Stopped
+// (asked as the daemon asks when the sandbox stopped before its wait
+// began) still tells why. Unknown ids are ErrNotFound.
+func testAfterExit(s *suite, w runtime.Waiter, id string) {
+	ctx := context.Background()
 	if _, err := w.Wait(ctx, id); !errors.Is(err, errdefs.ErrConflict) {
 		s.t.Fatalf("Wait on a stopped sandbox: %v, want ErrConflict", err)
 	}
 	if _, err := w.Wait(ctx, NewID()); !errors.Is(err, errdefs.ErrNotFound) {
 		s.t.Fatalf("Wait on an unknown id: %v, want ErrNotFound", err)
 	}
-	if err := s.rt.Delete(ctx, id); err != nil {
-		s.t.Fatalf("Delete of a killed sandbox: %v", err)
+	if ex, err := w.Stopped(ctx, id); err != nil || ex.Reason != runtime.ExitKilled {
+		s.t.Fatalf("Stopped after a kill from outside = %+v, %v; want reason %q", ex, err, runtime.ExitKilled)
 	}
-	s.wantGone(id)
-	testWaitDelete(s, w)
+	if _, err := w.Stopped(ctx, NewID()); !errors.Is(err, errdefs.ErrNotFound) {
+		s.t.Fatalf("Stopped on an unknown id: %v, want ErrNotFound", err)
+	}
 }
 
 // testWaitDelete checks that deleting a sandbox ends a wait on it.
