@@ -21,6 +21,10 @@ type BuildRecord struct {
 	Node string
 	// Data is the record as the build service encodes it.
 	Data []byte
+	// Logs are the tails of its builds' logs, as the build service encodes
+	// them. PutBuildRecord writes them; only BuildRecordLogs reads them
+	// (a node taking the record over): listings and lookups leave them out.
+	Logs []byte
 }
 
 // PutBuildRecord writes r, inserting it or replacing the record of the
@@ -28,9 +32,10 @@ type BuildRecord struct {
 // over (MoveBuildRecord) is ErrConflict, and a name another record has is
 // ErrAlreadyExists — of two nodes creating one name at once, one wins.
 func (s *Store) PutBuildRecord(ctx context.Context, r *BuildRecord) error {
-	res, err := s.db.ExecContext(ctx, `INSERT INTO builds(id, name, node, data) VALUES(?,?,?,?)
-		ON CONFLICT(id) DO UPDATE SET name = excluded.name, data = excluded.data WHERE builds.node = excluded.node`,
-		r.ID, r.Name, r.Node, string(r.Data))
+	res, err := s.db.ExecContext(ctx, `INSERT INTO builds(id, name, node, data, logs) VALUES(?,?,?,?,?)
+		ON CONFLICT(id) DO UPDATE SET name = excluded.name, data = excluded.data, logs = excluded.logs
+		WHERE builds.node = excluded.node`,
+		r.ID, r.Name, r.Node, string(r.Data), string(r.Logs))
 	if err != nil {
 		if isUnique(err) {
 			return fmt.Errorf("template name %q: %w", r.Name, errdefs.ErrAlreadyExists)
@@ -57,6 +62,23 @@ func (s *Store) GetBuildRecord(ctx context.Context, ref string) (*BuildRecord, e
 	}
 	r.Data = []byte(data)
 	return &r, nil
+}
+
+// BuildRecordLogs returns the logs of record id (nil if none were
+// written); an unknown id is ErrNotFound.
+func (s *Store) BuildRecordLogs(ctx context.Context, id string) ([]byte, error) {
+	var logs string
+	err := s.db.QueryRowContext(ctx, `SELECT logs FROM builds WHERE id = ?`, id).Scan(&logs)
+	if isNoRows(err) {
+		return nil, notFound("template build record", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get build record logs %s: %w", id, err)
+	}
+	if logs == "" {
+		return nil, nil
+	}
+	return []byte(logs), nil
 }
 
 // ListBuildRecords returns every build record, by name.

@@ -28,9 +28,25 @@ func testBuildRecords(t *testing.T, s *Store) {
 	}
 	for _, ref := range []string{"t1", "alpha"} {
 		got, err := s.GetBuildRecord(ctx, ref)
-		if err != nil || got.ID != "t1" || got.Node != "node-a" || string(got.Data) != `{"v":2}` {
+		if err != nil || got.ID != "t1" || got.Node != "node-a" || string(got.Data) != `{"v":2}` || got.Logs != nil {
 			t.Errorf("get %s: %+v %v", ref, got, err)
 		}
+	}
+	if logs, err := s.BuildRecordLogs(ctx, "t1"); err != nil || logs != nil {
+		t.Errorf("logs of a record written without: %q %v", logs, err)
+	}
+	a.Logs = []byte(`{"b1":["x"]}`)
+	if err := s.PutBuildRecord(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if logs, err := s.BuildRecordLogs(ctx, "t1"); err != nil || string(logs) != `{"b1":["x"]}` {
+		t.Errorf("logs: %q %v", logs, err)
+	}
+	if list, err := s.ListBuildRecords(ctx); err != nil || len(list) != 1 || list[0].Logs != nil {
+		t.Errorf("a listing leaves the logs out: %+v %v", list, err)
+	}
+	if _, err := s.BuildRecordLogs(ctx, "nope"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("logs of nope: %v", err)
 	}
 	if _, err := s.GetBuildRecord(ctx, "nope"); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("get nope: %v", err)

@@ -148,6 +148,11 @@ var migrations = []string{
 		data TEXT NOT NULL
 	);
 	CREATE INDEX events_by_sandbox ON events(sandbox, at);`,
+	// A build record's log tails (builds.go) beside its data, so listings
+	// and lookups, which every forwarded template request makes, do not
+	// read them. '' is a record written before the column (its logs, if
+	// any, are in its data).
+	`ALTER TABLE builds ADD COLUMN logs TEXT NOT NULL DEFAULT '';`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {

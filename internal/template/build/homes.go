@@ -15,10 +15,10 @@ import (
 
 // This file is the build records of a cluster (Config.NodeID set). Each
 // record has a home node, the one that holds its uploaded files and runs
-// its builds; the store keeps which node that is and the record without
-// the tail of each build's log (store.BuildRecord, sharedRecord). Every
-// other node lists the record from
-// there and forwards the template's requests home (the server asks Home);
+// its builds; the store keeps which node that is, the record without its
+// logs, and apart the tail of each build's log (store.BuildRecord,
+// sharedLogTails). Every other node lists the record from there and
+// forwards the template's requests home (the server asks Home);
 // a record whose home died is taken over by the first node that needs it
 // (Adopt). A single daemon keeps its records in its data dir alone.
 
@@ -36,11 +36,15 @@ func (s *Service) putHomeLocked(ctx context.Context, r *Record) error {
 	if !s.shared() || len(r.Names) == 0 {
 		return nil
 	}
-	data, err := json.Marshal(sharedRecord(r))
+	data, err := json.Marshal(cloneRecord(r))
 	if err != nil {
 		return err
 	}
-	return s.cfg.Store.PutBuildRecord(ctx, &store.BuildRecord{ID: r.ID, Name: r.Names[0], Node: s.cfg.NodeID, Data: data})
+	logs, err := json.Marshal(sharedLogTails(r))
+	if err != nil {
+		return err
+	}
+	return s.cfg.Store.PutBuildRecord(ctx, &store.BuildRecord{ID: r.ID, Name: r.Names[0], Node: s.cfg.NodeID, Data: data, Logs: logs})
 }
 
 // sharedLogs is how many of a build's last log entries its record in the
@@ -48,15 +52,34 @@ func (s *Service) putHomeLocked(ctx context.Context, r *Record) error {
 // the builds its dead home ran, and why the last one failed.
 const sharedLogs = 500
 
-// sharedRecord is r as the store keeps it: each build with the tail of
-// its log. The home writes it when a build starts, as its log grows
-// (checkpointLocked) and when it ends.
-func sharedRecord(r *Record) *Record {
-	c := cloneRecord(r)
-	for i, b := range r.Builds {
-		c.Builds[i].Logs = b.Logs[max(0, len(b.Logs)-sharedLogs):]
+// sharedLogTails are the tails of r's builds' logs as the store keeps
+// them, by build id, beside the record. The home writes them when a build
+// starts, as its log grows (checkpointLocked) and when it ends.
+func sharedLogTails(r *Record) map[string][]LogEntry {
+	out := make(map[string][]LogEntry, len(r.Builds))
+	for _, b := range r.Builds {
+		out[b.ID] = b.Logs[max(0, len(b.Logs)-sharedLogs):]
 	}
-	return c
+	return out
+}
+
+// withLogTails gives r's builds the log tails stored with its record. A
+// record written before they were stored apart has them in its data.
+func (s *Service) withLogTails(ctx context.Context, r *Record) error {
+	raw, err := s.cfg.Store.BuildRecordLogs(ctx, r.ID)
+	if err != nil || raw == nil {
+		return err
+	}
+	var tails map[string][]LogEntry
+	if err := json.Unmarshal(raw, &tails); err != nil {
+		return fmt.Errorf("template %s's build logs: %v: %w", r.ID, err, errdefs.ErrInternal)
+	}
+	for _, b := range r.Builds {
+		if l, ok := tails[b.ID]; ok {
+			b.Logs = l
+		}
+	}
+	return nil
 }
 
 // ckpt is when a template's record was last written to the store during
@@ -131,6 +154,9 @@ func (s *Service) Adopt(ctx context.Context, ref, from string) error {
 	if err := json.Unmarshal(row.Data, &r); err != nil {
 		return fmt.Errorf("template %s's record: %v: %w", row.ID, err, errdefs.ErrInternal)
 	}
+	if err := s.withLogTails(ctx, &r); err != nil {
+		return err
+	}
 	for _, b := range r.Builds {
 		if b.Status == StatusBuilding || b.Status == StatusWaiting {
 			b.Status, b.FinishedAt = StatusError, time.Now().UTC()
@@ -163,7 +189,7 @@ func (s *Service) othersRecords(ctx context.Context) []*Record {
 		if row.Node == s.cfg.NodeID || json.Unmarshal(row.Data, &r) != nil {
 			continue
 		}
-		out = append(out, cloneRecord(&r)) // a list shows no logs
+		out = append(out, cloneRecord(&r)) // a list shows no logs (one written before they were apart has them)
 	}
 	return out
 }
