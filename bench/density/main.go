@@ -38,6 +38,10 @@ type config struct {
 	daemon           benchd.Options
 	n, k, minFreeMiB int
 	sandboxTTL       time.Duration
+	// background, if set, is a shell command each sandbox starts in the
+	// background once created: a process of its own keeps the agent's
+	// OOM guard from counting the sandbox quiet (so it keeps looking).
+	background string
 }
 
 func main() {
@@ -47,6 +51,7 @@ func main() {
 	flag.IntVar(&c.k, "k", 10, "sandboxes operated on concurrently")
 	flag.IntVar(&c.minFreeMiB, "min-free-mib", 4096, "stop creating below this much available host memory")
 	flag.DurationVar(&c.sandboxTTL, "ttl", 15*time.Minute, "sandboxes' time to live")
+	flag.StringVar(&c.background, "background", "", "a shell command each sandbox runs in the background once created (e.g. 'sleep 3600': then no sandbox is quiet)")
 	flag.Parse()
 	benchd.Main("density", func(ctx context.Context) error { return run(ctx, c) })
 }
@@ -65,9 +70,11 @@ func run(ctx context.Context, c config) error {
 	}
 	killAll(cl, dn.ids)
 	dn.ids = nil
-	cc, err := concurrency(ctx, c, cl)
-	if err != nil {
-		return err
+	var cc []concResult
+	if c.k > 0 { // -k 0: density only
+		if cc, err = concurrency(ctx, c, cl); err != nil {
+			return err
+		}
 	}
 	report(c, dn, cc)
 	return nil
@@ -99,6 +106,11 @@ func density(ctx context.Context, c config, cl *client.Client) (*densityResult, 
 		}
 		r.create = append(r.create, benchd.MS(time.Since(t0)))
 		r.ids = append(r.ids, sb.SandboxID)
+		if c.background != "" {
+			if err := shell(ctx, cl, sb.SandboxID, "nohup "+c.background+" >/dev/null 2>&1 &"); err != nil {
+				return r, err
+			}
+		}
 		if (i+1)%10 == 0 {
 			slog.Info("created", "n", i+1, "last_ms", r.create[i], "avail_mib", memAvailableMiB())
 		}
@@ -118,13 +130,18 @@ func density(ctx context.Context, c config, cl *client.Client) (*densityResult, 
 }
 
 func echo(ctx context.Context, cl *client.Client, id string) error {
+	return shell(ctx, cl, id, "echo hi")
+}
+
+// shell runs line in sandbox id; a non-zero exit is an error.
+func shell(ctx context.Context, cl *client.Client, id, line string) error {
 	sb, err := cl.Connect(ctx, id, 0)
 	if err != nil {
 		return err
 	}
-	code, err := sb.Conn().Exec(ctx, client.ExecOptions{Shell: "echo hi"})
+	code, err := sb.Conn().Exec(ctx, client.ExecOptions{Shell: line})
 	if err == nil && code != 0 {
-		err = fmt.Errorf("echo in %s: exit %d", id, code)
+		err = fmt.Errorf("%q in %s: exit %d", line, id, code)
 	}
 	return err
 }
@@ -263,8 +280,12 @@ func memAvailableMiB() int64 {
 func report(c config, dn *densityResult, cc []concResult) {
 	n := len(dn.create)
 	fmt.Printf("\n## Density and concurrency (bench/density)\n\n")
-	fmt.Printf("`go run ./bench/density -bin ./bin -n %d -k %d` (own daemon, pool off, base template; %s, %d cores).\n\n",
-		c.n, c.k, time.Now().UTC().Format("2006-01-02"), benchd.CPUs())
+	bg := ""
+	if c.background != "" {
+		bg = fmt.Sprintf(" -background %q", c.background)
+	}
+	fmt.Printf("`go run ./bench/density -bin ./bin -n %d -k %d%s` (own daemon, pool off, base template; %s, %d cores).\n\n",
+		c.n, c.k, bg, time.Now().UTC().Format("2006-01-02"), benchd.CPUs())
 	fmt.Printf("| %d sandboxes live at once | value |\n|---|---|\n", n)
 	fmt.Printf("| create, 1st | %.0f ms |\n| create, %dth | %.0f ms |\n", dn.create[0], n, dn.create[n-1])
 	fmt.Printf("| create p50 / p95 | %.0f / %.0f ms |\n", benchd.Quantile(dn.create, 0.5), benchd.Quantile(dn.create, 0.95))
@@ -273,6 +294,9 @@ func report(c config, dn *densityResult, cc []concResult) {
 	fmt.Printf("| host memory per sandbox (MemAvailable drop / N) | %.1f MiB |\n", float64(dn.freeBefore-dn.freeAt)/float64(n))
 	fmt.Printf("| host CPU busy over %s, all %d idle (before the first create) | %.0f%% (%.0f%%) of one CPU: %.2f%% per sandbox |\n\n",
 		idleWindow, n, dn.idleAll, dn.idleBase, (dn.idleAll-dn.idleBase)/float64(n))
+	if len(cc) == 0 {
+		return
+	}
 	fmt.Printf("| %d different sandboxes | one at a time | p50 one at a time | %d at once | p50 at once |\n|---|---|---|---|---|\n", c.k, c.k)
 	for _, r := range cc {
 		fmt.Printf("| %s | %.1f ops/s | %.0f ms | %.1f ops/s | %.0f ms |\n", r.name, r.serialOps, r.serialP50, r.concOps, r.concP50)
