@@ -45,7 +45,7 @@ func TestHandlerServesFiles(t *testing.T) {
 		{"/volumes.js", "text/javascript; charset=utf-8", "/volumes"},
 		{"/", "text/html; charset=utf-8", `<script src="volumes.js"`},
 		{"/nodes.js", "text/javascript; charset=utf-8", "/undrain"},
-		{"/nodes.js", "text/javascript; charset=utf-8", `d.api("DELETE", "/nodes/"`},
+		{"/nodes.js", "text/javascript; charset=utf-8", `act(button, "DELETE", "/nodes/"`},
 		{"/", "text/html; charset=utf-8", `<script src="nodes.js"`},
 	} {
 		resp := get(t, h, tc.path)

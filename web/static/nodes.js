@@ -41,12 +41,13 @@
     render();
   }
 
-  // setDraining asks for a drain or undrain, then refreshes the view.
-  async function setDraining(n, drain, button) {
+  // act sends one request about a node from its row's button (disabled
+  // meanwhile), shows a refusal (a 409 says why), then refreshes the view.
+  async function act(button, method, path) {
     const d = dash();
     button.disabled = true;
     try {
-      await d.api("POST", "/nodes/" + enc(n.nodeID) + (drain ? "/drain" : "/undrain"));
+      await d.api(method, path);
       d.setError("nodes", "");
     } catch (e) {
       d.setError("nodes", e.message);
@@ -56,22 +57,16 @@
     }
   }
 
-  // remove asks to remove a dead node from the records, then refreshes the
-  // view; the daemon refuses (409, shown) while its sandboxes are recorded
-  // running.
-  async function remove(n, button) {
-    const d = dash();
+  // setDraining asks for a drain or undrain.
+  function setDraining(n, drain, button) {
+    return act(button, "POST", "/nodes/" + enc(n.nodeID) + (drain ? "/drain" : "/undrain"));
+  }
+
+  // remove asks, once confirmed, to remove a dead node from the records;
+  // the daemon refuses while its sandboxes are recorded running.
+  function remove(n, button) {
     if (!confirm("Remove dead node " + n.nodeID + " from the cluster's records?")) return;
-    button.disabled = true;
-    try {
-      await d.api("DELETE", "/nodes/" + enc(n.nodeID));
-      d.setError("nodes", "");
-    } catch (e) {
-      d.setError("nodes", e.message);
-    } finally {
-      button.disabled = false;
-      refresh();
-    }
+    return act(button, "DELETE", "/nodes/" + enc(n.nodeID));
   }
 
   function row(n) {
