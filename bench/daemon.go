@@ -114,7 +114,7 @@ func (d *Daemon) cleanup(ctx context.Context) {
 // removeDaemonNetworks deletes namespaces, links and the nftables table of
 // network index 7 that a crashed daemon may leave; they are this program's.
 func removeDaemonNetworks(ctx context.Context, networkIndex int) {
-	prefix := fmt.Sprintf("fbx%d-", networkIndex)
+	prefix := daemon.NetNSPrefix(networkIndex)
 	out, _ := exec.CommandContext(ctx, "ip", "netns", "list").Output()
 	for _, line := range strings.Split(string(out), "\n") {
 		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], prefix) {

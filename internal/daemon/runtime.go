@@ -100,6 +100,10 @@ func CgroupParent(n int) string {
 	return "forkbox"
 }
 
+// NetNSPrefix starts the names of the network namespaces of the daemon of
+// network index n > 0 (its sandboxes' ids follow).
+func NetNSPrefix(n int) string { return fmt.Sprintf("fbx%d-", n) }
+
 // networkConfig gives daemon number o.NetworkIndex its own subnet, names and
 // firewall table: daemons sharing one would each remove the other's
 // sandbox networks as leftovers when they start.
@@ -107,7 +111,7 @@ func networkConfig(o Options) netns.Config {
 	cfg := netns.Config{Logger: o.Logger}
 	if n := o.NetworkIndex; n > 0 {
 		cfg.Subnet = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(201 + n), 0, 0}), 16)
-		cfg.NamePrefix = fmt.Sprintf("fbx%d-", n)
+		cfg.NamePrefix = NetNSPrefix(n)
 		cfg.LinkPrefix = fmt.Sprintf("fb%dh", n)
 		cfg.Table = fmt.Sprintf("forkbox%d", n)
 	}

@@ -134,7 +134,7 @@ func runscList(bin, root string, p *problems) []string {
 func netnsNames(index int) []string {
 	var out []string
 	for _, name := range dirNames("/var/run/netns") {
-		if id, ok := strings.CutPrefix(name, fmt.Sprintf("fbx%d-", index)); ok {
+		if id, ok := strings.CutPrefix(name, daemon.NetNSPrefix(index)); ok {
 			out = append(out, id)
 		}
 	}

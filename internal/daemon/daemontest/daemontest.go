@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forkbox/forkbox/internal/daemon"
 	"github.com/forkbox/forkbox/internal/daemon/daemonproc"
 )
 
@@ -141,7 +142,7 @@ var live atomic.Int32
 
 // NetNSPrefix is the prefix of the network namespaces of this test
 // process's daemons; the container id follows it.
-func NetNSPrefix() string { return fmt.Sprintf("fbx%d-", networkIndex()) }
+func NetNSPrefix() string { return daemon.NetNSPrefix(networkIndex()) }
 
 // NetworkIndex is the --network-index of this test process's daemons: it
 // names their firewall table (forkbox<N>), links (fb<N>h<slot>) and

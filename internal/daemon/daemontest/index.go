@@ -97,7 +97,7 @@ func tryLock(n int) *os.File {
 // its own daemon leaves would take for its own.
 func hasLeftovers(n int) bool {
 	ents, _ := os.ReadDir("/var/run/netns")
-	prefix := fmt.Sprintf("fbx%d-", n)
+	prefix := daemon.NetNSPrefix(n)
 	for _, e := range ents {
 		if strings.HasPrefix(e.Name(), prefix) {
 			return true
