@@ -56,7 +56,8 @@ func run(addr, level, codeAddr string, code codeinterp.Config, commandPool int) 
 	// sandbox. The code interpreter hears of it first, so a kernel that
 	// dies of it says why.
 	// The guard sleeps while nothing but the agent's own idle processes
-	// exist (agent.Quiet) and looks at once when the agent starts one.
+	// exist (agent.Quiet) and looks at once when the agent starts one, or
+	// when the host says the sandbox's memory grew (agent.MemoryWakeStep).
 	wake := make(chan struct{}, 1)
 	started := func() {
 		select {
@@ -80,6 +81,8 @@ func run(addr, level, codeAddr string, code codeinterp.Config, commandPool int) 
 	}
 	a := agent.New(agent.Config{Logger: log, CommandPool: commandPool, Started: started})
 	guard.Quiet = a.Quiet
+	guard.Logger = a.Logger()
+	guard.HostStep = a.MemoryWakeStep
 	go oomguard.Run(ctx, guard)
 	return a.Serve(ctx, l)
 }

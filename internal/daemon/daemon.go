@@ -50,6 +50,9 @@ type Options struct {
 	// CommandPool is how many login shells each sandbox's agent keeps
 	// ready for commands.run (0: the command pool is off).
 	CommandPool int
+	// NoMemoryWake turns off the host's memory watch that wakes each
+	// sandbox's out-of-memory guard (the guard then polls at its own pace).
+	NoMemoryWake bool
 	// CodePrewarmJS has the code-interpreter template's image hold a
 	// started JavaScript kernel (else it starts on first use).
 	CodePrewarmJS bool
@@ -244,7 +247,7 @@ func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.St
 		SharedTemplates:  []string{template.BaseID, template.CodeInterpreterID},
 		SharedImages:     o.Database != "" && o.ObjectStore != "",
 		CloneConcurrency: o.CloneConcurrency, NetworkOpened: o.Egress.Open,
-		CheckNetwork: checkNetwork, EgressCA: o.Egress.caPEM, CommandPool: o.CommandPool,
+		CheckNetwork: checkNetwork, EgressCA: o.Egress.caPEM, CommandPool: o.CommandPool, NoMemoryWake: o.NoMemoryWake,
 		FreeMemoryMiB: func() int64 { free, _ := hostmm.MemInfoMiB("MemAvailable"); return free },
 	})
 	if err != nil {

@@ -48,6 +48,7 @@ func (m *Manager) watchExitLocked(id string) {
 	m.exits.waits[id] = exitWait{seq: seq, cancel: cancel}
 	m.exits.mu.Unlock()
 	go m.waitExit(ctx, w, id, seq)
+	m.watchMemoryLocked(ctx, id)
 }
 
 // unwatchExitLocked stops waiting on id (it is gone).

@@ -122,6 +122,9 @@ type Config struct {
 	// CommandPool goes to every agent at /init: how many login shells it
 	// keeps ready for commands.run (0: none).
 	CommandPool int
+	// NoMemoryWake turns off the memory watch (memwake.go): each agent's
+	// out-of-memory guard then paces its own looks.
+	NoMemoryWake bool
 	// Limits bound each sandbox's cpuCount, memoryMB and diskSizeMB
 	// (limits.go); zero fields are unbounded.
 	Limits Limits

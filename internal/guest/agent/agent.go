@@ -86,6 +86,8 @@ type Agent struct {
 	shells *shellPool
 	// onStarted is Config.Started, or a no-op.
 	onStarted func()
+	// memoryStep is the host's memory-wake step (memwake.go).
+	memoryStep atomic.Uint64
 }
 
 // New builds an Agent from cfg. The first Agent in a process starts the
@@ -139,6 +141,7 @@ func (a *Agent) buildHandler() http.Handler {
 	mux.HandleFunc("POST /files", a.handleUpload)
 	mux.HandleFunc("POST /forkbox/apply", a.handleApply)
 	mux.HandleFunc("POST /forkbox/warm", a.handleWarm)
+	mux.HandleFunc("POST /forkbox/memory-wake", a.handleMemoryWake)
 	return a.withCORS(a.withAuth(mux))
 }
 

@@ -61,8 +61,13 @@ type Options struct {
 	// then sleeps until Wake (or quietEvery) instead of polling.
 	Quiet func() bool
 	// Wake is signalled by the caller after it started a process (or gave
-	// an idle one work): Run looks at once.
+	// an idle one work), or when the host saw memory grow: Run looks at once.
 	Wake <-chan struct{}
+	// HostStep, when set, reports how far memory may grow before the host
+	// signals Wake (0: the host does not). While the headroom outlasts a
+	// step and the wake's delay, Run then looks only every wokenEvery
+	// instead of at a hog's pace.
+	HostStep func() uint64
 }
 
 // Act is what the guard is about to do to a process.
@@ -101,6 +106,14 @@ const (
 	// failStep is how much shorter memory must get before one more process
 	// has its allocations failed.
 	failStep = 4 << 20
+	// wakeDelay bounds how long the host's wake takes to reach the guard
+	// (its cgroup event, the daemon's request into the sandbox): 2–25 ms
+	// measured on a quiet host, more on a busy one; a hog's growth over it
+	// must fit in the headroom too.
+	wakeDelay = 100 * time.Millisecond
+	// wokenEvery is the pace while the host wakes the guard: only a net
+	// for a wake that got lost (the daemon restarting).
+	wokenEvery = 5 * time.Second
 )
 
 // Guard is the out-of-memory guard; its state is the processes whose
@@ -115,6 +128,10 @@ type Guard struct {
 	// meminfo is /proc/meminfo's path, buf what it is read into.
 	meminfo string
 	buf     []byte
+	// headroom is what processes could still take before their
+	// allocations fail, as the last Check found it; 0 when memory was
+	// short (Check then set its own fast pace).
+	headroom uint64
 }
 
 // New returns a guard with o's defaults filled in.
@@ -150,12 +167,22 @@ func Run(ctx context.Context, o Options) {
 	}
 }
 
-// next looks once and returns when to look again: after quietEvery when
-// memory is plentiful and Options.Quiet says nothing can use more.
+// next looks once and returns when to look again: while memory is not
+// short, after quietEvery when Options.Quiet says nothing can use more, and
+// after wokenEvery when the host's wakes come soon enough.
 func (g *Guard) next() time.Duration {
 	d := g.Check()
-	if d >= slowEvery && g.o.Quiet != nil && g.o.Quiet() {
+	if g.headroom == 0 {
+		return d
+	}
+	if g.o.Quiet != nil && g.o.Quiet() {
 		return quietEvery
+	}
+	if g.o.HostStep != nil {
+		step := g.o.HostStep()
+		if step > 0 && g.headroom > step+uint64(maxGrowth*wakeDelay.Seconds()) {
+			return max(d, wokenEvery)
+		}
 	}
 	return d
 }
@@ -163,6 +190,7 @@ func (g *Guard) next() time.Duration {
 // Check looks once, fails allocations or kills if memory is short, and
 // returns when to look again.
 func (g *Guard) Check() time.Duration {
+	g.headroom = 0
 	m, err := readMeminfo(g.meminfo, g.buf)
 	if err != nil {
 		return slowEvery
@@ -185,7 +213,8 @@ func (g *Guard) Check() time.Duration {
 	if free < m.total/4 {
 		return fastEvery
 	}
-	return headroomEvery(free - failAt)
+	g.headroom = free - failAt
+	return headroomEvery(g.headroom)
 }
 
 // headroomEvery is how long a hog growing at maxGrowth takes to use up

@@ -242,3 +242,37 @@ func TestRunQuietAndWake(t *testing.T) {
 		}
 	})
 }
+
+// When the guard looks next, by what it knows: a quiet sandbox waits
+// quietEvery whatever its size (a small one's headroom lasts a hog less
+// than slowEvery, which once kept it polling); with the host's wakes, the
+// guard waits wokenEvery while its headroom outlasts a step and the wake's
+// delay, and keeps its own pace otherwise; short memory is fast always.
+func TestNext(t *testing.T) {
+	for _, tt := range []struct {
+		name            string
+		totalKB, freeKB int
+		quiet           bool
+		step            uint64
+		want            time.Duration
+	}{
+		{"quiet, 8 GiB", 8 << 20, 7900 << 10, true, 0, quietEvery},
+		{"quiet, 256 MiB", 256 << 10, 200 << 10, true, 0, quietEvery},
+		{"busy, no wakes: a hog's pace", 512 << 10, 480 << 10, false, 0, headroomEvery((480 - 64) << 20)},
+		{"busy, woken by the host", 512 << 10, 500 << 10, false, 16 << 20, wokenEvery},
+		{"busy, woken, headroom just short of a step and the wake's delay", 512 << 10, 480 << 10, false, 16 << 20, headroomEvery((480 - 64) << 20)},
+		{"busy, woken, a large step", 512 << 10, 480 << 10, false, 256 << 20, headroomEvery((480 - 64) << 20)},
+		{"busy, woken, headroom shorter than a step and the wake's delay", 512 << 10, 250 << 10, false, 16 << 20, headroomEvery((250 - 64) << 20)},
+		{"quiet, memory short", 512 << 10, 100 << 10, true, 16 << 20, fastEvery},
+		{"busy, woken, memory short", 512 << 10, 100 << 10, false, 16 << 20, fastEvery},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := New(Options{Proc: fakeProc(t, tt.totalKB, tt.freeKB, 0, map[int]int{40: 100}),
+				Quiet: func() bool { return tt.quiet }, HostStep: func() uint64 { return tt.step },
+				Kill: func(int) error { return nil }, LimitAS: func(int, uint64) (uint64, error) { return 0, nil }})
+			if got := g.next(); got != tt.want {
+				t.Errorf("next() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -72,6 +72,10 @@ type sandbox struct {
 	exit   runtime.Exit
 	// waiters counts the Waits in progress (Waiting).
 	waiters int
+	// memory is what GrowMemory added; grown is closed and replaced on
+	// each change (WatchMemory).
+	memory uint64
+	grown  chan struct{}
 }
 
 // image is a checkpoint held in memory.
@@ -131,6 +135,7 @@ func (r *Runtime) startLocked(spec runtime.Spec, h http.Handler) *sandbox {
 	sb := &sandbox{
 		spec: spec, state: runtime.StateRunning, created: time.Now(), handler: h,
 		exited: make(chan struct{}),
+		grown:  make(chan struct{}),
 		// TEST-NET-2: documentation addresses nothing ever dials.
 		addr: netip.AddrFrom4([4]byte{198, 51, 100, byte(r.nextAddr%254 + 1)}),
 	}

@@ -18,7 +18,9 @@ var failArgs = []string{"/nonexistent/binary"}
 
 func newRuntime(t *testing.T) runtime.Runtime {
 	r := New()
-	r.Handler = func(string) http.Handler { return &runtimetest.Handler{} }
+	r.Handler = func(id string) http.Handler {
+		return &runtimetest.Handler{Grow: func(n int64) { r.GrowMemory(id, n) }}
+	}
 	r.FailCreate = func(spec runtime.Spec) error {
 		if slices.Equal(spec.Args, failArgs) {
 			return errors.New("exec: no such file")

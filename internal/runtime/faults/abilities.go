@@ -15,6 +15,7 @@ import (
 // ErrUnavailable.
 var (
 	_ runtime.Waiter           = (*Runtime)(nil)
+	_ runtime.MemoryWatcher    = (*Runtime)(nil)
 	_ runtime.FilesystemSaver  = (*Runtime)(nil)
 	_ runtime.NetworkPolicer   = (*Runtime)(nil)
 	_ runtime.UpperLayerWriter = (*Runtime)(nil)
@@ -63,4 +64,13 @@ func (r *Runtime) WriteUpperLayer(ctx context.Context, id, path string) error {
 		return fmt.Errorf("%s cannot write upper layers: %w", r.Name(), errdefs.ErrUnavailable)
 	}
 	return w.WriteUpperLayer(ctx, id, path)
+}
+
+// WatchMemory implements runtime.MemoryWatcher.
+func (r *Runtime) WatchMemory(ctx context.Context, id string, step uint64, grew func()) error {
+	w, ok := r.Runtime.(runtime.MemoryWatcher)
+	if !ok {
+		return fmt.Errorf("%s cannot watch memory: %w", r.Name(), errdefs.ErrUnavailable)
+	}
+	return w.WatchMemory(ctx, id, step, grew)
 }

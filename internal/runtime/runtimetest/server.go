@@ -25,9 +25,12 @@ import (
 //	                      line.
 //	GET /write?path=P&data=D → writes D to the file P ("ok").
 //	GET /read?path=P    → the content of the file P (404 if missing).
+//	GET /grow?mib=N     → allocates N MiB, touches every page and keeps it
+//	                      ("ok").
 const pythonServer = `
 import http.server, os, socket, socketserver, sys, urllib.parse
 n = 0
+keep = []
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         global n
@@ -48,6 +51,9 @@ class H(http.server.BaseHTTPRequestHandler):
             q = urllib.parse.parse_qs(u.query)
             with open(q["path"][0], "w") as f:
                 f.write(q["data"][0])
+            body = "ok"
+        elif u.path == "/grow":
+            keep.append(bytearray(b"\x01") * (int(urllib.parse.parse_qs(u.query)["mib"][0]) << 20))
             body = "ok"
         elif u.path == "/read":
             try:
@@ -84,6 +90,10 @@ func PythonServerArgs(port int) []string {
 // "1". Clone copies the counter, which is how the fake carries state
 // through a checkpoint.
 type Handler struct {
+	// Grow, when set, is told of each /grow (in bytes): the fake has no
+	// memory for it to take.
+	Grow func(n int64)
+
 	mu    sync.Mutex
 	n     int               // guarded by mu
 	files map[string]string // guarded by mu; what /write wrote
@@ -109,6 +119,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.files[r.URL.Query().Get("path")] = r.URL.Query().Get("data")
 		h.mu.Unlock()
+		fmt.Fprint(w, "ok")
+	case "/grow":
+		mib, _ := strconv.ParseInt(r.URL.Query().Get("mib"), 10, 64)
+		if h.Grow != nil {
+			h.Grow(mib << 20)
+		}
 		fmt.Fprint(w, "ok")
 	case "/read":
 		h.mu.Lock()

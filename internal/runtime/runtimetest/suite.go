@@ -70,6 +70,7 @@ func Run(t *testing.T, newRuntime func(t *testing.T) runtime.Runtime, opts Optio
 		{"FilesystemSave", testFilesystemSave},
 		{"UpperLayer", testUpperLayer},
 		{"WaitExit", testWait},
+		{"WatchMemory", testWatchMemory},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,35 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+)
+
+// handleMemoryWake takes the daemon's POST /forkbox/memory-wake
+// {"step": bytes}: the host watches the sandbox's memory and posts again
+// each time it moved by step (0: it stopped watching). Each post wakes the
+// out-of-memory guard (Config.Started), which needs no pace of its own
+// while its headroom outlasts a step (MemoryWakeStep).
+func (a *Agent) handleMemoryWake(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Step *uint64 `json:"step"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&req); err != nil || req.Step == nil {
+		writeJSONError(w, http.StatusBadRequest, fmt.Errorf("invalid memory-wake body: want {\"step\": bytes}"))
+		return
+	}
+	a.memoryStep.Store(*req.Step)
+	a.onStarted()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// MemoryWakeStep is how far the sandbox's memory may move before the host
+// wakes the guard again, 0 when the host does not.
+func (a *Agent) MemoryWakeStep() uint64 { return a.memoryStep.Load() }
+
+// Logger is the agent's logger: its warnings also go into the sandbox's
+// event log (GET /events), where the daemon collects them.
+func (a *Agent) Logger() *slog.Logger { return a.log }

@@ -1,0 +1,52 @@
+package agent_test
+
+import (
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/forkbox/forkbox/internal/guest/agent"
+)
+
+// TestMemoryWake: each POST /forkbox/memory-wake wakes the guard
+// (Config.Started) and sets the step it reports; 0 turns the host's wakes
+// off, a body without a step is refused.
+func TestMemoryWake(t *testing.T) {
+	var woken atomic.Int32
+	ta := startAgent(t, agent.Config{Started: func() { woken.Add(1) }})
+	if got := ta.agent.MemoryWakeStep(); got != 0 {
+		t.Fatalf("step before any wake: %d", got)
+	}
+	post := func(body string) int {
+		t.Helper()
+		resp, err := ta.http.Post(ta.url+"/forkbox/memory-wake", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, tt := range []struct {
+		body       string
+		status     int
+		step       uint64
+		wokenAfter int32
+	}{
+		{`{"step": 16777216}`, http.StatusNoContent, 16 << 20, 1},
+		{`{"step": 33554432}`, http.StatusNoContent, 32 << 20, 2},
+		{`{}`, http.StatusBadRequest, 32 << 20, 2},
+		{`nonsense`, http.StatusBadRequest, 32 << 20, 2},
+		{`{"step": 0}`, http.StatusNoContent, 0, 3},
+	} {
+		if got := post(tt.body); got != tt.status {
+			t.Errorf("%s: status %d, want %d", tt.body, got, tt.status)
+		}
+		if got := ta.agent.MemoryWakeStep(); got != tt.step {
+			t.Errorf("%s: step %d, want %d", tt.body, got, tt.step)
+		}
+		if got := woken.Load(); got != tt.wokenAfter {
+			t.Errorf("%s: woken %d times, want %d", tt.body, got, tt.wokenAfter)
+		}
+	}
+}
