@@ -36,6 +36,8 @@ type Options struct {
 	Name string
 	// Args are extra `serve` flags.
 	Args []string
+	// ServeFlags are -serve-flags: appended to Args by Named.
+	ServeFlags []string
 	// Env adds variables to the daemon's environment (an object store's
 	// AWS_* settings).
 	Env []string
@@ -136,17 +138,23 @@ func (d *Daemon) SandboxAddr(id string) (string, error) {
 	return "", fmt.Errorf("sandbox %s in %s: %w", id, d.DataDir, ErrNoHandle)
 }
 
-// Flags registers -bin, -template-dir and -network-index (default index:
-// each benchmark program has its own) on the command line, filling o.
+// Flags registers -bin, -template-dir, -network-index (default index:
+// each benchmark program has its own) and -serve-flags on the command
+// line, filling o.
 func (o *Options) Flags(index int) {
 	flag.StringVar(&o.Bin, "bin", "bin", "directory of forkbox, forkbox-agent and runsc")
 	flag.StringVar(&o.TemplateDir, "template-dir", "/var/lib/forkbox/templates", "cached templates")
 	flag.IntVar(&o.NetworkIndex, "network-index", index, "sandbox network of the bench daemon (10.(201+N).0.0/16)")
+	flag.Func("serve-flags", "more flags for the daemon's forkbox serve, space-separated (e.g. --memory-wake=false)", func(v string) error {
+		o.ServeFlags = strings.Fields(v)
+		return nil
+	})
 }
 
-// Named returns o with the program's name and extra serve flags.
+// Named returns o with the program's name and extra serve flags (the
+// program's own, then -serve-flags, which can override them).
 func (o Options) Named(name string, args ...string) Options {
-	o.Name, o.Args = name, append(slices.Clone(o.Args), args...)
+	o.Name, o.Args = name, slices.Concat(o.Args, args, o.ServeFlags)
 	return o
 }
 

@@ -18,7 +18,6 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -27,13 +26,12 @@ import (
 )
 
 type config struct {
-	daemon     benchd.Options
-	n          int           // sandboxes for the concurrent round
-	seq        int           // sequential round trips
-	gap        time.Duration // pause between sequential round trips
-	label      string        // what the report calls this build
-	pool       int           // the daemon's --command-pool (-1: its default)
-	serveFlags string        // more forkbox serve flags
+	daemon benchd.Options
+	n      int           // sandboxes for the concurrent round
+	seq    int           // sequential round trips
+	gap    time.Duration // pause between sequential round trips
+	label  string        // what the report calls this build
+	pool   int           // the daemon's --command-pool (-1: its default)
 }
 
 func main() {
@@ -44,7 +42,6 @@ func main() {
 	flag.DurationVar(&c.gap, "gap", 20*time.Millisecond, "pause between two sequential round trips (a client reading the output)")
 	flag.StringVar(&c.label, "label", "", "name of the build measured, for the report")
 	flag.IntVar(&c.pool, "command-pool", -1, "the daemon's --command-pool (-1: leave its default; a build without the flag needs -1)")
-	flag.StringVar(&c.serveFlags, "serve-flags", "", "more flags for the daemon's forkbox serve, space-separated (e.g. --restore-on-demand=false)")
 	flag.Parse()
 	benchd.Main("commands", func(ctx context.Context) error { return run(ctx, c) })
 }
@@ -54,7 +51,6 @@ func run(ctx context.Context, c config) error {
 	if c.pool >= 0 {
 		args = append(args, "--command-pool", strconv.Itoa(c.pool))
 	}
-	args = append(args, strings.Fields(c.serveFlags)...)
 	d, err := benchd.Start(ctx, c.daemon.Named("commands", args...))
 	if err != nil {
 		return err
