@@ -109,8 +109,10 @@ const (
 	// wakeDelay bounds how long the host's wake takes to reach the guard
 	// (its cgroup event, the daemon's request into the sandbox): 2–25 ms
 	// measured on a quiet host, more on a busy one; a hog's growth over it
-	// must fit in the headroom too.
-	wakeDelay = 100 * time.Millisecond
+	// must fit in the headroom too. At maxGrowth that is 300 MiB, which a
+	// hog at the 1.25 GB/s measured takes 240 ms to fill; an idle base
+	// sandbox (512 MiB, ~420 MiB of headroom) still waits for wakes.
+	wakeDelay = 75 * time.Millisecond
 	// wokenEvery is the pace while the host wakes the guard: only a net
 	// for a wake that got lost (the daemon restarting).
 	wokenEvery = 5 * time.Second

@@ -260,7 +260,7 @@ func TestNext(t *testing.T) {
 		{"quiet, 256 MiB", 256 << 10, 200 << 10, true, 0, quietEvery},
 		{"busy, no wakes: a hog's pace", 512 << 10, 480 << 10, false, 0, headroomEvery((480 - 64) << 20)},
 		{"busy, woken by the host", 512 << 10, 500 << 10, false, 16 << 20, wokenEvery},
-		{"busy, woken, headroom just short of a step and the wake's delay", 512 << 10, 480 << 10, false, 16 << 20, headroomEvery((480 - 64) << 20)},
+		{"busy, woken, headroom just short of a step and the wake's delay", 512 << 10, 380 << 10, false, 16 << 20, headroomEvery((380 - 64) << 20)},
 		{"busy, woken, a large step", 512 << 10, 480 << 10, false, 256 << 20, headroomEvery((480 - 64) << 20)},
 		{"busy, woken, headroom shorter than a step and the wake's delay", 512 << 10, 250 << 10, false, 16 << 20, headroomEvery((250 - 64) << 20)},
 		{"quiet, memory short", 512 << 10, 100 << 10, true, 16 << 20, fastEvery},
