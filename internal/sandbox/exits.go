@@ -180,11 +180,13 @@ func (m *Manager) Describe(ctx context.Context, id string) (*Sandbox, error) {
 // watchPooled waits on a pooled sandbox: one that dies before a create
 // takes it leaves the pool and the host at once, so no create is handed a
 // dead sandbox. Once taken, the sandbox's own wait (release) covers it.
-func (m *Manager) watchPooled(ctx context.Context, tplID, id string) {
+// Its memory is watched too (a pooled code interpreter runs kernels).
+func (m *Manager) watchPooled(ctx context.Context, tplID, id string, memoryMB int) {
 	w, ok := m.rt.(runtime.Waiter)
 	if !ok {
 		return
 	}
+	m.watchPooledMemory(ctx, id, memoryMB)
 	go func() {
 		ex, err := w.Wait(ctx, id)
 		if ctx.Err() != nil || errdefs.IsNotFound(err) || len(m.pool.removeWhere(tplID, func(x pooled) bool { return x.id == id })) == 0 {

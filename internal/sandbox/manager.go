@@ -177,6 +177,8 @@ type Manager struct {
 
 	// exits waits on running sandboxes' supervisors (exits.go).
 	exits exitWatch
+	// pooledMem are the pooled sandboxes' memory watches (memwake.go).
+	pooledMem pooledWatches
 
 	// shapes makes each shaped template image once (shape.go); shapesMu
 	// guards shapeUse, when each was last created from.

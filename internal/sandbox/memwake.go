@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/forkbox/forkbox/internal/errdefs"
@@ -42,18 +43,63 @@ func (m *Manager) watchMemoryLocked(ctx context.Context, id string) {
 	go m.watchMemory(ctx, mw, id, memoryStep(e.rec.MemoryMB))
 }
 
+// pooledWatches are the memory watches of pooled sandboxes, by id: a
+// create that takes one stops its watch (stopPooledMemory) before /init.
+type pooledWatches struct {
+	mu    sync.Mutex
+	stops map[string]func() // guarded by mu
+}
+
+// watchPooledMemory watches pooled sandbox id's memory (a pooled code
+// interpreter runs its kernels) until a create takes it or ctx ends.
+func (m *Manager) watchPooledMemory(ctx context.Context, id string, memoryMB int) {
+	mw, ok := m.rt.(runtime.MemoryWatcher)
+	if !ok || m.cfg.NoMemoryWake {
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	m.pooledMem.mu.Lock()
+	if m.pooledMem.stops == nil {
+		m.pooledMem.stops = map[string]func(){}
+	}
+	m.pooledMem.stops[id] = func() { cancel(); <-done }
+	m.pooledMem.mu.Unlock()
+	go func() {
+		defer close(done)
+		m.watchMemory(ctx, mw, id, memoryStep(memoryMB))
+		m.pooledMem.mu.Lock()
+		delete(m.pooledMem.stops, id) // gone from the host: nothing to stop
+		m.pooledMem.mu.Unlock()
+	}()
+}
+
+// stopPooledMemory ends pooled sandbox id's watch and waits until no wake
+// of it is in flight: a create's /init makes the guard pace itself until
+// the sandbox's own watch is armed, and a late pooled wake must not undo
+// that.
+func (m *Manager) stopPooledMemory(id string) {
+	m.pooledMem.mu.Lock()
+	stop := m.pooledMem.stops[id]
+	delete(m.pooledMem.stops, id)
+	m.pooledMem.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
 // watchMemory wakes id's guard, with the step, once the watch is armed
-// and then on each step until ctx ends or the sandbox stops. An agent
-// without the route ends the watch; a watch that fails tells the agent
-// the wakes stopped, so its guard paces itself again. The guard keeps its
-// own pace until the first wake: a hog started at once must not outrun a
-// watch still arming.
+// and then on each step until ctx ends, the sandbox stops or the agent
+// answers 404 (older than the route: it paces itself). A watch that fails
+// tells the agent the wakes stopped, so its guard paces itself again. The
+// guard keeps its own pace until the first wake: a hog started at once
+// must not outrun a watch still arming.
 func (m *Manager) watchMemory(ctx context.Context, mw runtime.MemoryWatcher, id string, step uint64) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	err := mw.WatchMemory(ctx, id, step, func() {
 		if m.wakeGuard(ctx, id, step) == http.StatusNotFound {
-			cancel() // an agent older than the route: it paces itself
+			cancel()
 		}
 	})
 	if err == nil || ctx.Err() != nil || errdefs.IsConflict(err) || errdefs.IsNotFound(err) {

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -93,5 +94,53 @@ func TestMemoryWake(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if got := l.get(off.ID); len(got) != 0 {
 		t.Errorf("NoMemoryWake: wakes %v", got)
+	}
+}
+
+// A pooled sandbox's memory is watched while it waits in the pool; the
+// create that takes it stops that watch before its /init, so only the
+// sandbox's own watch wakes it afterwards (one announce, then a wake a
+// step).
+func TestMemoryWakePooled(t *testing.T) {
+	e := newEnv(t)
+	l := &wakeLog{steps: map[string][]uint64{}}
+	e.rt.Handler = l.agentWith(e)
+	warmBase(t, e)
+	e.m.cfg.PoolSize, e.m.cfg.PoolTemplates = 1, []string{"base"}
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.m.Run(runCtx); close(done) }()
+	defer func() { stop(); <-done }()
+	var pooled string
+	deadline := time.Now().Add(5 * time.Second)
+	for pooled == "" || len(l.get(pooled)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no pooled sandbox announced its watch: pooled %q, wakes %v", pooled, l.get(pooled))
+		}
+		time.Sleep(5 * time.Millisecond)
+		e.m.pool.mu.Lock()
+		if r := e.m.pool.ready["base"]; len(r) > 0 {
+			pooled = r[0].id
+		}
+		e.m.pool.mu.Unlock()
+	}
+	sb := e.create(t, CreateRequest{})
+	if sb.ID != pooled {
+		t.Fatalf("create did not take the pooled %s: %s", pooled, sb.ID)
+	}
+	e.m.pooledMem.mu.Lock()
+	_, watched := e.m.pooledMem.stops[pooled]
+	e.m.pooledMem.mu.Unlock()
+	if watched {
+		t.Errorf("the pooled watch of %s outlived its hand-over", pooled)
+	}
+	before := len(l.get(sb.ID))
+	time.Sleep(100 * time.Millisecond) // the sandbox's own watch announces itself
+	if err := e.rt.GrowMemory(sb.ID, 20<<20); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if got := l.get(sb.ID); len(got) != before+2 {
+		t.Errorf("wakes after the hand-over: %v (%d before it), want its own announce and one wake", got, before)
 	}
 }

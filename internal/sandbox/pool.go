@@ -218,7 +218,7 @@ func (m *Manager) restorePooled(ctx context.Context, tplID string, static bool) 
 		m.deletePooled(ctx, []string{rec.ID})
 		return false
 	}
-	m.watchPooled(ctx, tplID, rec.ID)
+	m.watchPooled(ctx, tplID, rec.ID, rec.MemoryMB)
 	return true
 }
 

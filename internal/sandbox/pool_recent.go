@@ -36,6 +36,9 @@ func (m *Manager) userPoolRoom() bool {
 func (m *Manager) takePooled(ctx context.Context, tpl *store.Template) string {
 	id, stale := m.pool.take(tpl.ID, imageOf(tpl))
 	m.deletePooled(ctx, stale)
+	if id != "" {
+		m.stopPooledMemory(id)
+	}
 	return id
 }
 

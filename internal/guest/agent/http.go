@@ -59,6 +59,10 @@ func (a *Agent) handleInit(w http.ResponseWriter, r *http.Request) {
 		acct = nil
 	}
 	a.shells.discard(acct)
+	// A new incarnation: the host's memory watch of the old one is gone
+	// and this one's announces itself once armed; until then the OOM
+	// guard keeps its own pace.
+	a.memoryStep.Store(0)
 	// /init follows every restore (resume, clone, rollback): copies of one
 	// image must not share random state.
 	a.Reseed()

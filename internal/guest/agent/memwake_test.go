@@ -49,4 +49,14 @@ func TestMemoryWake(t *testing.T) {
 			t.Errorf("%s: woken %d times, want %d", tt.body, got, tt.wokenAfter)
 		}
 	}
+	// /init starts a new incarnation: its watch has to announce itself.
+	post(`{"step": 16777216}`)
+	resp, err := ta.http.Post(ta.url+"/init", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := ta.agent.MemoryWakeStep(); resp.StatusCode != http.StatusNoContent || got != 0 {
+		t.Errorf("after /init (%s): step %d, want 0", resp.Status, got)
+	}
 }
