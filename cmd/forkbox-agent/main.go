@@ -79,7 +79,8 @@ func run(addr, level, codeAddr string, code codeinterp.Config, commandPool int) 
 	if err := agent.ReserveTasks(); err != nil {
 		log.Warn("task limit reserve", "err", err)
 	}
-	a := agent.New(agent.Config{Logger: log, CommandPool: commandPool, Started: started})
+	a := agent.New(agent.Config{Logger: log, CommandPool: commandPool, Started: started,
+		MemoryWakesUseful: func(step uint64) bool { return oomguard.WantsWakes(guard, step) }})
 	guard.Quiet = a.Quiet
 	guard.Logger = a.Logger()
 	guard.HostStep = a.MemoryWakeStep

@@ -90,7 +90,8 @@ func (m *Manager) stopPooledMemory(id string) {
 
 // watchMemory wakes id's guard, with the step, once the watch is armed
 // and then on each step until ctx ends, the sandbox stops or the agent
-// answers 404 (older than the route: it paces itself). A watch that fails
+// answers 404 (older than the route) or 410 (a sandbox too small for its
+// guard to wait for wakes): its guard paces itself. A watch that fails
 // tells the agent the wakes stopped, so its guard paces itself again. The
 // guard keeps its own pace until the first wake: a hog started at once
 // must not outrun a watch still arming.
@@ -98,8 +99,9 @@ func (m *Manager) watchMemory(ctx context.Context, mw runtime.MemoryWatcher, id 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	err := mw.WatchMemory(ctx, id, step, func() {
-		if m.wakeGuard(ctx, id, step) == http.StatusNotFound {
-			cancel()
+		switch m.wakeGuard(ctx, id, step) {
+		case http.StatusNotFound, http.StatusGone:
+			cancel() // an agent older than the route, or a sandbox too small: it paces itself
 		}
 	})
 	if err == nil || ctx.Err() != nil || errdefs.IsConflict(err) || errdefs.IsNotFound(err) {

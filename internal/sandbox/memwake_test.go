@@ -144,3 +144,33 @@ func TestMemoryWakePooled(t *testing.T) {
 		t.Errorf("wakes after the hand-over: %v (%d before it), want its own announce and one wake", got, before)
 	}
 }
+
+// An agent that answers the announce 410 (its sandbox is too small for
+// its guard to wait) is not woken again.
+func TestMemoryWakeGone(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	posts := 0
+	e.rt.Handler = func(id string) http.Handler {
+		inner := &memAgent{inits: &e.inits}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/forkbox/memory-wake" {
+				inner.ServeHTTP(w, r)
+				return
+			}
+			mu.Lock()
+			posts++
+			mu.Unlock()
+			w.WriteHeader(http.StatusGone)
+		})
+	}
+	sb := e.create(t, CreateRequest{})
+	time.Sleep(100 * time.Millisecond)
+	e.rt.GrowMemory(sb.ID, 64<<20)
+	time.Sleep(100 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if posts != 1 {
+		t.Errorf("%d wakes posted, want the announce only", posts)
+	}
+}

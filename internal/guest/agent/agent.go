@@ -61,6 +61,10 @@ type Config struct {
 	// Started, when set, is called after the agent started a process or
 	// handed a pooled shell its command (the OOM guard looks at once).
 	Started func()
+	// MemoryWakesUseful, when set, reports whether the OOM guard would
+	// wait for the host's memory wakes of step (oomguard.WantsWakes); nil:
+	// it would.
+	MemoryWakesUseful func(step uint64) bool
 }
 
 // Agent is the in-sandbox server. Create it with New; it is safe for
@@ -88,6 +92,8 @@ type Agent struct {
 	onStarted func()
 	// memoryStep is the host's memory-wake step (memwake.go).
 	memoryStep atomic.Uint64
+	// wakesUseful is Config.MemoryWakesUseful.
+	wakesUseful func(step uint64) bool
 }
 
 // New builds an Agent from cfg. The first Agent in a process starts the
@@ -110,6 +116,7 @@ func New(cfg Config) *Agent {
 	}
 	a.shells = newShellPool(a, cfg.CommandPool)
 	a.onStarted = cfg.Started
+	a.wakesUseful = cfg.MemoryWakesUseful
 	if a.onStarted == nil {
 		a.onStarted = func() {}
 	}

@@ -12,13 +12,21 @@ import (
 // {"step": bytes}: the host watches the sandbox's memory and posts again
 // each time it moved by step (0: it stopped watching). Each post wakes the
 // out-of-memory guard (Config.Started), which needs no pace of its own
-// while its headroom outlasts a step (MemoryWakeStep).
+// while its headroom outlasts a step (MemoryWakeStep). A sandbox too small
+// for that (Config.MemoryWakesUseful) answers 410, and the daemon stops.
 func (a *Agent) handleMemoryWake(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Step *uint64 `json:"step"`
 	}
 	if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&req); err != nil || req.Step == nil {
 		writeJSONError(w, http.StatusBadRequest, fmt.Errorf("invalid memory-wake body: want {\"step\": bytes}"))
+		return
+	}
+	announce := *req.Step != a.memoryStep.Load()
+	if announce && *req.Step > 0 && a.wakesUseful != nil && !a.wakesUseful(*req.Step) {
+		// 410: the daemon stops watching; the guard paces itself.
+		a.memoryStep.Store(0)
+		writeJSONError(w, http.StatusGone, fmt.Errorf("the out-of-memory guard of a sandbox this small paces itself"))
 		return
 	}
 	a.memoryStep.Store(*req.Step)

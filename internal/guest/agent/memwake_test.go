@@ -60,3 +60,18 @@ func TestMemoryWake(t *testing.T) {
 		t.Errorf("after /init (%s): step %d, want 0", resp.Status, got)
 	}
 }
+
+// A sandbox whose guard would never wait for wakes answers the announce
+// 410, so the daemon stops watching, and keeps no step.
+func TestMemoryWakeNotUseful(t *testing.T) {
+	var woken atomic.Int32
+	ta := startAgent(t, agent.Config{Started: func() { woken.Add(1) }, MemoryWakesUseful: func(uint64) bool { return false }})
+	resp, err := ta.http.Post(ta.url+"/forkbox/memory-wake", "application/json", strings.NewReader(`{"step": 16777216}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusGone || ta.agent.MemoryWakeStep() != 0 || woken.Load() != 0 {
+		t.Errorf("announce to a small sandbox: %s, step %d, woken %d; want 410, 0, 0", resp.Status, ta.agent.MemoryWakeStep(), woken.Load())
+	}
+}

@@ -197,11 +197,7 @@ func (g *Guard) Check() time.Duration {
 	if err != nil {
 		return slowEvery
 	}
-	reserve := g.o.Reserve
-	if reserve == 0 {
-		reserve = max(m.total/32, 4<<20)
-	}
-	failAt := 2*reserve + failMargin
+	reserve, failAt := g.reserve(m.total), g.failAt(m.total)
 	free := m.free()
 	switch {
 	case free < reserve:
@@ -217,6 +213,33 @@ func (g *Guard) Check() time.Duration {
 	}
 	g.headroom = free - failAt
 	return headroomEvery(g.headroom)
+}
+
+// WantsWakes reports whether a guard with these options, in a sandbox
+// whose processes take nothing, would wait for the host's wakes of step:
+// a smaller sandbox's headroom never outlasts a step and the wake's delay,
+// its guard paces itself always, and the wakes would only cost it work
+// while a hog grows.
+func WantsWakes(o Options, step uint64) bool {
+	g := New(o)
+	m, err := readMeminfo(g.meminfo, g.buf)
+	if err != nil || step == 0 {
+		return false
+	}
+	return m.total > g.failAt(m.total)+step+uint64(maxGrowth*wakeDelay.Seconds())
+}
+
+// failAt is the free memory below which allocations fail.
+func (g *Guard) failAt(total uint64) uint64 {
+	return 2*g.reserve(total) + failMargin
+}
+
+// reserve is the free memory below which the guard kills.
+func (g *Guard) reserve(total uint64) uint64 {
+	if g.o.Reserve != 0 {
+		return g.o.Reserve
+	}
+	return max(total/32, 4<<20)
 }
 
 // headroomEvery is how long a hog growing at maxGrowth takes to use up

@@ -276,3 +276,25 @@ func TestNext(t *testing.T) {
 		})
 	}
 }
+
+// A sandbox waits for the host's wakes only if, empty, its headroom above
+// the failing threshold outlasts a step and the wake's delay: base's
+// 512 MiB does, the limits test's 300 MiB does not.
+func TestWantsWakes(t *testing.T) {
+	for _, tt := range []struct {
+		totalKB int
+		step    uint64
+		want    bool
+	}{
+		{512 << 10, 16 << 20, true},
+		{1 << 20, 32 << 20, true},
+		{300 << 10, 16 << 20, false},
+		{512 << 10, 0, false},
+		{512 << 10, 256 << 20, false},
+	} {
+		o := Options{Proc: fakeProc(t, tt.totalKB, tt.totalKB, 0, nil)}
+		if got := WantsWakes(o, tt.step); got != tt.want {
+			t.Errorf("WantsWakes(%d MiB, step %d MiB) = %v, want %v", tt.totalKB>>10, tt.step>>20, got, tt.want)
+		}
+	}
+}
