@@ -45,6 +45,9 @@ func (m *Manager) setup(ctx context.Context, l Lease) error {
 	if err != nil {
 		return fmt.Errorf("find %s: %w", l.HostLink, err)
 	}
+	if err := disableIPv6(l.HostLink); err != nil {
+		return err
+	}
 	if err := netlink.LinkSetAlias(host, alias(l)); err != nil {
 		return fmt.Errorf("alias %s: %w", l.HostLink, err)
 	}
@@ -262,6 +265,9 @@ func newNamedNS(name string) (vnetns.NsHandle, error) {
 		}
 		defer orig.Close()
 		h, err := vnetns.NewNamed(name)
+		if err == nil {
+			err = disableIPv6("all", "default") // this thread is in the new namespace
+		}
 		if serr := vnetns.Set(orig); serr != nil {
 			// The thread stays locked and exits with the goroutine: it
 			// is in the wrong namespace.
@@ -276,6 +282,25 @@ func newNamedNS(name string) (vnetns.NsHandle, error) {
 		r.h.Close()
 	}
 	return r.h, r.err
+}
+
+// disableIPv6 turns IPv6 off on the calling thread's network namespace's
+// interfaces named (or "all", "default"), before they come up. Sandboxes
+// speak IPv4 only, and a link with IPv6 on sends duplicate address
+// detection, router solicitations and MLD reports in its first seconds:
+// one such packet reaching runsc while it saves the network stack
+// deadlocks the checkpoint (gVisor's Stack.beforeSave waits for the packet
+// dispatcher under the stack's lock, which the dispatcher needs to deliver
+// the packet; the sentry's stacks of a CI run that hung showed exactly
+// that). A kernel without IPv6 has nothing to turn off.
+func disableIPv6(names ...string) error {
+	for _, n := range names {
+		p := filepath.Join("/proc/sys/net/ipv6/conf", n, "disable_ipv6")
+		if err := os.WriteFile(p, []byte("1\n"), 0o644); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("turn IPv6 off on %s: %w", n, err)
+		}
+	}
+	return nil
 }
 
 // ipNet converts an address and prefix length to the netlink form.

@@ -7,8 +7,10 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -323,5 +325,37 @@ func TestAllocateSkipsForeignLink(t *testing.T) {
 	}
 	if _, err := netlink.LinkByName("fbt1"); err != nil {
 		t.Fatalf("foreign link was removed: %v", err)
+	}
+}
+
+// A sandbox's links carry no IPv6, on either side: a link with IPv6 on
+// sends duplicate address detection, router solicitations and MLD reports
+// in its first seconds, and one reaching runsc during a checkpoint can
+// deadlock it (disableIPv6).
+func TestNoIPv6OnSandboxLinks(t *testing.T) {
+	if _, err := os.Stat("/proc/sys/net/ipv6"); err != nil {
+		t.Fatalf("this host has no IPv6 to turn off, so the test cannot check it: %v", err)
+	}
+	m := newTestManager(t)
+	l, err := m.Allocate(context.Background(), "ipv6", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if got := read("cat", "/proc/sys/net/ipv6/conf/"+l.HostLink+"/disable_ipv6"); got != "1" {
+		t.Errorf("host side %s: disable_ipv6 = %s, want 1", l.HostLink, got)
+	}
+	if got := read("ip", "netns", "exec", l.NSName, "cat", "/proc/sys/net/ipv6/conf/eth0/disable_ipv6"); got != "1" {
+		t.Errorf("eth0 in %s: disable_ipv6 = %s, want 1", l.NSName, got)
+	}
+	if got := read("ip", "netns", "exec", l.NSName, "ip", "-6", "addr", "show", "dev", "eth0"); got != "" {
+		t.Errorf("eth0 in %s has IPv6 addresses: %s", l.NSName, got)
 	}
 }

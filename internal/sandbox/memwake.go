@@ -117,11 +117,19 @@ func (m *Manager) wakeGuard(ctx context.Context, id string, step uint64) int {
 	ctx, cancel := context.WithTimeout(ctx, memoryWakeTimeout)
 	defer cancel()
 	m.mu.Lock()
-	token := ""
+	token, busy := "", false
 	if e, ok := m.boxes[id]; ok {
-		token = e.rec.EnvdAccessToken
+		token, busy = e.rec.EnvdAccessToken, e.state != StateRunning || e.done != nil
 	}
 	m.mu.Unlock()
+	if busy {
+		// An operation holds the sandbox: a checkpoint's own writes grow
+		// the cgroup (the page cache of its image), and a packet arriving
+		// while runsc saves the network stack can deadlock the save
+		// (gVisor's beforeSave waits for its packet dispatcher under the
+		// stack's lock, which that dispatcher needs to deliver the packet).
+		return http.StatusNoContent
+	}
 	body, _ := json.Marshal(map[string]uint64{"step": step})
 	resp, err := m.agentRequest(ctx, http.MethodPost, id, "/forkbox/memory-wake", token, bytes.NewReader(body))
 	if err != nil {

@@ -174,3 +174,36 @@ func TestMemoryWakeGone(t *testing.T) {
 		t.Errorf("%d wakes posted, want the announce only", posts)
 	}
 }
+
+// While an operation holds a sandbox (a pause's checkpoint, a snapshot)
+// no wake is sent into it: the checkpoint's own writes grow its cgroup,
+// and a packet arriving while runsc saves the network stack can deadlock
+// the save. Once the operation ends, wakes come again.
+func TestMemoryWakeNotDuringOperations(t *testing.T) {
+	e := newEnv(t)
+	l := &wakeLog{steps: map[string][]uint64{}}
+	e.rt.Handler = l.agentWith(e)
+	sb := e.create(t, CreateRequest{})
+	deadline := time.Now().Add(2 * time.Second)
+	for len(l.get(sb.ID)) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	ctx := context.Background()
+	o, err := e.m.claim(ctx, sb.ID, StateSnapshotting, StateRunning)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.rt.GrowMemory(sb.ID, 20<<20)
+	time.Sleep(100 * time.Millisecond)
+	if got := l.get(sb.ID); len(got) != 1 {
+		t.Errorf("wakes during an operation: %v, want the announce only", got)
+	}
+	if err := o.end(ctx, StateRunning, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.rt.GrowMemory(sb.ID, 20<<20)
+	time.Sleep(100 * time.Millisecond)
+	if got := l.get(sb.ID); len(got) != 2 {
+		t.Errorf("wakes after the operation: %v, want one more", got)
+	}
+}
