@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -188,16 +190,23 @@ func TestPolicyKeepsEstablished(t *testing.T) {
 	}
 }
 
-// TestPolicyNoIPv6: sandboxes have no IPv6 beyond their own link, and
-// the host's IPv6 address on that link answers nothing: the input chain
-// (family inet) drops both families. The control: with the table removed
-// the same connection works, so the refusal is the rules' doing.
+// TestPolicyNoIPv6: sandbox links have IPv6 off (TestNoIPv6OnSandboxLinks),
+// and should it be turned on, sandboxes have no IPv6 beyond their own link
+// and the host's IPv6 address on that link answers nothing: the input
+// chain (family inet) drops both families. The control: with the table
+// removed the same connection works, so the refusal is the rules' doing.
 func TestPolicyNoIPv6(t *testing.T) {
 	ctx := context.Background()
 	m := newTestManager(t)
 	l, err := m.Allocate(ctx, "six6", true)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+l.HostLink+"/disable_ipv6", []byte("0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("ip", "netns", "exec", l.NSName, "sysctl", "-qw", "net.ipv6.conf.eth0.disable_ipv6=0").CombinedOutput(); err != nil {
+		t.Fatalf("turn IPv6 on in %s: %v: %s", l.NSName, err, out)
 	}
 	hostLL := linkLocal(t, "", l.HostLink)
 	linkLocal(t, l.NSPath, "eth0")
