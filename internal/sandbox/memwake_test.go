@@ -134,15 +134,22 @@ func TestMemoryWakePooled(t *testing.T) {
 	if watched {
 		t.Errorf("the pooled watch of %s outlived its hand-over", pooled)
 	}
-	before := len(l.get(sb.ID))
-	time.Sleep(100 * time.Millisecond) // the sandbox's own watch announces itself
+	waitWakes := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Second)
+		for len(l.get(sb.ID)) < n && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(50 * time.Millisecond) // and no more come
+		if got := l.get(sb.ID); len(got) != n {
+			t.Fatalf("wakes %v, want %d", got, n)
+		}
+	}
+	waitWakes(2) // the pooled watch's announce, then the sandbox's own
 	if err := e.rt.GrowMemory(sb.ID, 20<<20); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
-	if got := l.get(sb.ID); len(got) != before+2 {
-		t.Errorf("wakes after the hand-over: %v (%d before it), want its own announce and one wake", got, before)
-	}
+	waitWakes(3) // one wake for the step: the pooled watch is gone
 }
 
 // An agent that answers the announce 410 (its sandbox is too small for

@@ -86,6 +86,12 @@ func (m *Manager) shapeImage(ctx context.Context, tpl *store.Template, cpus, dis
 	err := m.content.Hold(ctx, h, ref)
 	if errdefs.IsNotFound(err) {
 		_, err, _ = m.shapes.Do(ref.Key, func() (any, error) {
+			// A boot that finished between this caller's miss and its
+			// turn here made the image already (Do only shares a boot in
+			// flight): holding it is all there is to do.
+			if err := m.content.Hold(ctx, h, ref); !errdefs.IsNotFound(err) {
+				return nil, err
+			}
 			shaped := *tpl
 			shaped.CPUCount, shaped.DiskSizeMB = cpus, diskMB
 			// Not cut short by the request: the image serves every later one.
