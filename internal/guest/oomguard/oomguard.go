@@ -182,7 +182,7 @@ func (g *Guard) next() time.Duration {
 	}
 	if g.o.HostStep != nil {
 		step := g.o.HostStep()
-		if step > 0 && g.headroom > step+uint64(maxGrowth*wakeDelay.Seconds()) {
+		if step > 0 && g.headroom > wakeMargin(step) {
 			return max(d, wokenEvery)
 		}
 	}
@@ -226,7 +226,13 @@ func WantsWakes(o Options, step uint64) bool {
 	if err != nil || step == 0 {
 		return false
 	}
-	return m.total > g.failAt(m.total)+step+uint64(maxGrowth*wakeDelay.Seconds())
+	return m.total > g.failAt(m.total)+wakeMargin(step)
+}
+
+// wakeMargin is the headroom a guard woken every step needs to wait for
+// the wakes: a step, plus a hog's growth over the wake's delay.
+func wakeMargin(step uint64) uint64 {
+	return step + uint64(maxGrowth*wakeDelay.Seconds())
 }
 
 // failAt is the free memory below which allocations fail.
