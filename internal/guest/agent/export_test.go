@@ -9,3 +9,6 @@ func CommandPoolIdle(a *Agent) int {
 	defer a.shells.mu.Unlock()
 	return len(a.shells.idle)
 }
+
+// CommandPoolIdlePIDs returns the pids of the shells waiting in a's pool.
+func CommandPoolIdlePIDs(a *Agent) map[int]bool { return a.shells.idlePIDs() }

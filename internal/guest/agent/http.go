@@ -37,6 +37,9 @@ func (a *Agent) handleInit(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusUnprocessableEntity, err)
 		return
 	}
+	// What a new process starts with, before this /init changes it: the
+	// command pool's ready shells were started with it.
+	view, mask := a.state.spawnView(), cpuMask()
 	if err := applyCPUCount(req.CPUCount); err != nil {
 		a.log.Warn("cpu count not applied", "cpu_count", req.CPUCount, "err", err)
 	}
@@ -52,13 +55,14 @@ func (a *Agent) handleInit(w http.ResponseWriter, r *http.Request) {
 	if req.CommandPool != nil {
 		a.shells.resize(*req.CommandPool)
 	}
-	// Shells started before /init have the old environment, CPU mask and,
-	// in a restored clone, another clone's state: start new ones.
+	// Shells started before an /init that changed the environment, user,
+	// workdir or CPU mask are stale; otherwise the ready shell an image
+	// carried (a warm pool's, a paused sandbox's) serves the first command.
 	acct, err := a.namedAccount("")
 	if err != nil {
 		acct = nil
 	}
-	a.shells.discard(acct)
+	a.shells.renew(acct, view != a.state.spawnView() || mask != cpuMask())
 	// A new incarnation: the host's memory watch of the old one is gone
 	// and this one's announces itself once armed; until then the OOM
 	// guard keeps its own pace.

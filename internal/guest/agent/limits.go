@@ -105,3 +105,13 @@ func applyCPUCount(n int) error {
 	}
 	return nil
 }
+
+// cpuMask returns the CPUs the agent's thread may run on, which the
+// processes it starts inherit (the zero set when it cannot be read).
+func cpuMask() unix.CPUSet {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return unix.CPUSet{}
+	}
+	return set
+}

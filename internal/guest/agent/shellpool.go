@@ -193,24 +193,48 @@ func (sp *shellPool) refillAfter(done <-chan struct{}) {
 	}()
 }
 
-// discard kills every idle shell and forgets the recipe's environment
-// snapshot: /init changed what a new process gets (env, CPUs, a restored
-// clone's identity), so shells started before it are stale. The pool
-// refills for the default user after initFillDelay (or after the first
-// command, whichever is first): a login shell started at once would compete
-// with the create's first command for the CPU.
-func (sp *shellPool) discard(acct *account) {
+// renew is /init's. When stale (the /init changed what a new process
+// gets: environment, user, workdir, CPU mask) the idle shells are killed and
+// the recipe's environment snapshot forgotten. Otherwise they stay: the
+// shell a restored image carried (a warm pool's sandbox, a paused one, the
+// source of a clone or a rollback) serves the first command, its RANDOM
+// reseeded at the hand-over like every pooled shell's. A pool short of
+// shells fills for the default user after initFillDelay (or after the
+// first command, whichever is first): a login shell started at once would
+// compete with the create's first command for the CPU.
+func (sp *shellPool) renew(acct *account, stale bool) {
 	sp.mu.Lock()
-	sp.dropLocked()
+	if stale || sp.size == 0 {
+		sp.dropLocked()
+	}
+	for len(sp.idle) > sp.size {
+		last := sp.idle[len(sp.idle)-1]
+		_ = syscall.Kill(last.pid, syscall.SIGKILL)
+		sp.idle = sp.idle[:len(sp.idle)-1]
+	}
 	if sp.size == 0 {
 		sp.mu.Unlock()
 		return
 	}
-	if acct != nil {
+	if acct != nil && (stale || sp.recipe == nil) {
+		sp.recipe = &poolRecipe{acct: acct}
+	}
+	full := len(sp.idle) >= sp.size
+	sp.mu.Unlock()
+	if !full {
+		time.AfterFunc(initFillDelay, sp.fill)
+	}
+}
+
+// fillFor fills the pool for acct now (when it has no recipe yet) and
+// returns once it is full or a shell failed to start.
+func (sp *shellPool) fillFor(acct *account) {
+	sp.mu.Lock()
+	if sp.recipe == nil {
 		sp.recipe = &poolRecipe{acct: acct}
 	}
 	sp.mu.Unlock()
-	time.AfterFunc(initFillDelay, sp.fill)
+	sp.fill()
 }
 
 // dropStaleLocked kills the idle shells started before one of their

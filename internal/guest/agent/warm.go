@@ -18,7 +18,10 @@ const warmCmd = "/bin/true"
 // it: a restored sandbox maps its agent's code, the spawn path's files and
 // the dynamic loader again on first use, and a create's first command
 // otherwise pays for that (create → first output). The process is no
-// command: it is in no process list and no event.
+// command: it is in no process list and no event. Then it fills the
+// command pool, so the create's first commands.run finds a ready login
+// shell (the create's /init keeps it when it changes nothing a new process
+// starts with).
 func (a *Agent) handleWarm(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
@@ -46,8 +49,11 @@ func (a *Agent) warmUp(ctx context.Context) error {
 	}
 	select {
 	case <-done:
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	if a.shells.enabled() {
+		a.shells.fillFor(acct)
+	}
+	return nil
 }

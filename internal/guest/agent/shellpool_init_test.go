@@ -1,0 +1,88 @@
+package agent_test
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+
+	"github.com/forkbox/forkbox/internal/guest/agent"
+)
+
+// postInit sends body to ta's /init and fails unless it answers 204.
+func (ta *testAgent) postInit(t *testing.T, body string) {
+	t.Helper()
+	if code, out := ta.do(t, http.MethodPost, "/init", strings.NewReader(body), nil); code != http.StatusNoContent {
+		t.Fatalf("/init %s: %d %s", body, code, out)
+	}
+}
+
+// TestCommandPoolAcrossInit: an /init that changes nothing a new process
+// starts with (every resume, and a create from the warm pool without envs)
+// keeps the ready shell, and the first command after it is pooled; one that
+// changes the environment or the CPU mask drops it, and the next command
+// sees the new environment.
+func TestCommandPoolAcrossInit(t *testing.T) {
+	pp := newPooledPair(t)
+	pp.warm(t)
+	ready := agent.CommandPoolIdlePIDs(pp.pooled.agent)
+	pp.pooled.postInit(t, `{"envVars":{"FROM_INIT":"x"},"commandPool":1}`)
+	if got := agent.CommandPoolIdlePIDs(pp.pooled.agent); !maps.Equal(got, ready) {
+		t.Fatalf("idle shells after an /init that changed nothing: %v, before %v", got, ready)
+	}
+	res := pp.run(t, loginShell("echo $$ $FROM_INIT"), true)
+	var pid int
+	if _, err := fmt.Sscanf(res.stdout, "%d x\n", &pid); err != nil || !ready[pid] {
+		t.Fatalf("stdout %q: want a ready shell's pid (%v) and x", res.stdout, ready)
+	}
+
+	pp.warm(t)
+	pp.pooled.postInit(t, `{"envVars":{"FROM_INIT":"y"}}`)
+	if n := agent.CommandPoolIdle(pp.pooled.agent); n != 0 {
+		t.Fatalf("%d idle shells after an /init that changed the environment", n)
+	}
+	if res := pp.run(t, loginShell("echo $FROM_INIT"), true); res.stdout != "y\n" {
+		t.Fatalf("stdout %q after the environment changed, want y", res.stdout)
+	}
+
+	if runtime.NumCPU() < 2 {
+		return
+	}
+	pp.warm(t)
+	pp.pooled.postInit(t, `{"cpuCount":1}`)
+	// The agent runs in this process: give the tests their CPUs back.
+	defer pp.pooled.postInit(t, fmt.Sprintf(`{"cpuCount":%d}`, runtime.NumCPU()))
+	if n := agent.CommandPoolIdle(pp.pooled.agent); n != 0 {
+		t.Fatalf("%d idle shells after an /init that changed the CPU mask", n)
+	}
+	if res := pp.run(t, loginShell("nproc"), false); res.stdout != "1\n" {
+		t.Fatalf("nproc %q after cpuCount 1", res.stdout)
+	}
+}
+
+// TestWarmFillsCommandPool: POST /forkbox/warm answers once the command
+// pool holds a ready shell, so a create that takes a warm pool's sandbox
+// finds one for its first command.
+func TestWarmFillsCommandPool(t *testing.T) {
+	ta := startAgent(t, agent.Config{CommandPool: 1})
+	resp, err := ta.http.Post(ta.url+"/forkbox/warm", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("warm: %s", resp.Status)
+	}
+	if n := agent.CommandPoolIdle(ta.agent); n != 1 {
+		t.Fatalf("%d ready shells after warming, want 1", n)
+	}
+	ta.postInit(t, `{"commandPool":1}`)
+	hits := agent.CommandPoolHits(ta.agent)
+	if res := ta.runProcess(t, connect.NewRequest(loginShell("echo first"))); res.stdout != "first\n" || agent.CommandPoolHits(ta.agent) != hits+1 {
+		t.Fatalf("first command after warm and /init: %q, pooled %v", res.stdout, agent.CommandPoolHits(ta.agent) != hits)
+	}
+}
