@@ -212,6 +212,16 @@ func (m *Manager) restorePooled(ctx context.Context, tplID string, static bool) 
 		m.log.Warn("pool: restore failed", "template", tplID, "err", err)
 		return false
 	}
+	// The pooled sandbox gets a plain create's /init now (no envs, no
+	// token, its CPU count, the egress CA), so the warm-up's login shell is
+	// started with what a create's first command will start with, and the
+	// create's own /init, changing nothing, keeps it (and the CA is
+	// installed off the create's path).
+	if err := m.initAgent(ctx, &rec, ""); err != nil {
+		m.log.Warn("pool: cannot init sandbox", "template", tplID, "sandbox", rec.ID, "err", err)
+		m.deletePooled(ctx, []string{rec.ID})
+		return false
+	}
 	m.warmPooled(ctx, rec.ID)
 	if !m.pool.put(tplID, pooled{rec.ID, imageOf(tpl)}, static) {
 		// Drained (shutdown) or the template lost its pool meanwhile.

@@ -92,3 +92,50 @@ func waitPooled(t *testing.T, ctx context.Context, conn *client.SandboxConn) {
 	}
 	t.Fatalf("no command ran in a pooled shell within a minute; last argv %q", last)
 }
+
+// TestFirstCommandPooled: with the warm pool, a create's first command is
+// run by the login shell its pooled sandbox started before the create took
+// it, and the first command after a pause and resume by the shell the
+// paused sandbox held; both are what a fresh shell gives.
+func TestFirstCommandPooled(t *testing.T) {
+	ctx := daemontestContext(t)
+	d := daemontest.Start(t, daemontest.Options{ExtraArgs: []string{"--pool-size", "1"}})
+	defer d.Stop()
+	deadline := time.Now().Add(time.Minute)
+	for metric(scrapeOK(t, ctx, d), `forkbox_pool_sandboxes{template="base"}`) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the warm pool did not fill within a minute")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c := client.New(d.URL, d.APIKey)
+	sb := create(t, ctx, c, client.CreateOptions{})
+	if got := runLogin(t, ctx, sb.Conn(), pooledProbe, "").stdout; !strings.Contains(got, "__fb_") {
+		t.Fatalf("a create's first command from the warm pool started fresh: argv %q", got)
+	}
+	waitPooled(t, ctx, sb.Conn())
+	time.Sleep(1500 * time.Millisecond) // the pool refills before the pause
+	if err := c.Pause(ctx, sb.SandboxID); err != nil {
+		t.Fatal(err)
+	}
+	resumed, err := c.Connect(ctx, sb.SandboxID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runLogin(t, ctx, resumed.Conn(), pooledProbe, "").stdout; !strings.Contains(got, "__fb_") {
+		t.Fatalf("the first command after a resume started fresh: argv %q", got)
+	}
+	if got := runLogin(t, ctx, resumed.Conn(), `echo "$USER $HOME $((6*7))"`, ""); got.stdout != "user /home/user 42\n" || got.code != 0 {
+		t.Fatalf("a command after the resume: %+v", got)
+	}
+}
+
+// scrapeOK scrapes d's /metrics and fails unless it answers 200.
+func scrapeOK(t *testing.T, ctx context.Context, d *daemontest.Daemon) string {
+	t.Helper()
+	code, text := scrape(t, ctx, d.URL, d.APIKey)
+	if code != 200 {
+		t.Fatalf("/metrics: %d", code)
+	}
+	return text
+}

@@ -151,3 +151,32 @@ func BenchmarkInstallEgressCA(b *testing.B) {
 		}
 	})
 }
+
+// The egress CA's variable is part of what a pooled shell starts with: the
+// /init that turns it on makes the ready shells stale (a warm pool's
+// sandbox, restored from an image without the CA, meets it at its first
+// /init), and a later /init with the same CA changes nothing.
+func TestSpawnViewFollowsEgressCA(t *testing.T) {
+	root, _ := debianRoot(t)
+	a := New(Config{TrustRoot: root, DefaultUser: "root"})
+	srv := httptest.NewServer(a.Handler())
+	defer srv.Close()
+	body, _ := json.Marshal(map[string]any{"egressCA": string(testCAPEM(t, "egress view"))})
+	post := func() {
+		resp, err := http.Post(srv.URL+"/init", "application/json", strings.NewReader(string(body)))
+		if err != nil || resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("/init: %v %v", resp, err)
+		}
+		resp.Body.Close()
+	}
+	before := a.spawnView()
+	post()
+	after := a.spawnView()
+	if before == after {
+		t.Fatalf("the view did not change when /init turned the egress CA on: %q", after)
+	}
+	post()
+	if again := a.spawnView(); again != after {
+		t.Fatalf("a second /init with the same CA changed the view:\n%q\n%q", after, again)
+	}
+}

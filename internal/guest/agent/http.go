@@ -39,7 +39,7 @@ func (a *Agent) handleInit(w http.ResponseWriter, r *http.Request) {
 	}
 	// What a new process starts with, before this /init changes it: the
 	// command pool's ready shells were started with it.
-	view, mask := a.state.spawnView(), cpuMask()
+	view, mask := a.spawnView(), cpuMask()
 	if err := applyCPUCount(req.CPUCount); err != nil {
 		a.log.Warn("cpu count not applied", "cpu_count", req.CPUCount, "err", err)
 	}
@@ -62,7 +62,7 @@ func (a *Agent) handleInit(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		acct = nil
 	}
-	a.shells.renew(acct, view != a.state.spawnView() || mask != cpuMask())
+	a.shells.renew(acct, view != a.spawnView() || mask != cpuMask())
 	// A new incarnation: the host's memory watch of the old one is gone
 	// and this one's announces itself once armed; until then the OOM
 	// guard keeps its own pace.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -224,6 +225,19 @@ func (sp *shellPool) renew(acct *account, stale bool) {
 	if !full {
 		time.AfterFunc(initFillDelay, sp.fill)
 	}
+}
+
+// spawnView names what a new process of the default user starts with:
+// user, workdir and the whole environment (/init's envs and what /init
+// turns on, such as the egress CA's variable). The pool's ready shells
+// were started under one view and stay usable while it is unchanged.
+func (a *Agent) spawnView() string {
+	user, workdir := a.state.defaults()
+	view := user + "\x00" + workdir + "\x00"
+	if acct, err := a.namedAccount(""); err == nil {
+		view += strings.Join(a.processEnv(acct, nil, false), "\x00")
+	}
+	return view
 }
 
 // fillFor fills the pool for acct now (when it has no recipe yet) and

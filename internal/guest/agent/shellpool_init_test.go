@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -84,5 +86,38 @@ func TestWarmFillsCommandPool(t *testing.T) {
 	hits := agent.CommandPoolHits(ta.agent)
 	if res := ta.runProcess(t, connect.NewRequest(loginShell("echo first"))); res.stdout != "first\n" || agent.CommandPoolHits(ta.agent) != hits+1 {
 		t.Fatalf("first command after warm and /init: %q, pooled %v", res.stdout, agent.CommandPoolHits(ta.agent) != hits)
+	}
+}
+
+// TestCommandPoolProfileReplaced: a profile replaced by a rename with the
+// same size and mtime (as `cp -p` and `mv` would leave it) still makes the
+// ready shell stale; the fingerprint has no inode number (gVisor renumbers
+// files in every restore), so it is the ctime that shows the change.
+func TestCommandPoolProfileReplaced(t *testing.T) {
+	home := t.TempDir()
+	profile := home + "/.bash_profile"
+	if err := os.WriteFile(profile, []byte("export FROM_PROFILE=old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ta := startAgent(t, agent.Config{CommandPool: 1, EnvVars: map[string]string{"HOME": home}})
+	ta.runProcess(t, connect.NewRequest(loginShell("true")))
+	waitFor(t, func() bool { return agent.CommandPoolIdle(ta.agent) > 0 })
+	st, err := os.Stat(profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := home + "/.bash_profile.new"
+	if err := os.WriteFile(tmp, []byte("export FROM_PROFILE=new\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(tmp, st.ModTime(), st.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond) // a ctime the old file's cannot equal
+	if err := os.Rename(tmp, profile); err != nil {
+		t.Fatal(err)
+	}
+	if res := ta.runProcess(t, connect.NewRequest(loginShell("echo $FROM_PROFILE"))); res.stdout != "new\n" {
+		t.Fatalf("stdout %q after the profile was replaced, want new", res.stdout)
 	}
 }

@@ -171,7 +171,11 @@ func profileFingerprint(home string) string {
 			b.WriteString("-\x00")
 			continue
 		}
-		b.WriteString(strconv.FormatUint(st.Ino, 10) + ":" + strconv.FormatInt(st.Size, 10) + ":" +
+		// No inode number: gVisor numbers a file anew in every restore
+		// (/etc/profile: 42 before a pause, 100 after), which would make a
+		// paused sandbox's ready shell stale. A file replaced by a rename
+		// still shows, by its ctime.
+		b.WriteString(strconv.FormatInt(st.Size, 10) + ":" +
 			strconv.FormatInt(st.Mtim.Nano(), 10) + ":" + strconv.FormatInt(st.Ctim.Nano(), 10) + "\x00")
 	}
 	return b.String()

@@ -3,8 +3,6 @@ package agent
 import (
 	"crypto/subtle"
 	"maps"
-	"slices"
-	"strings"
 	"sync"
 )
 
@@ -92,18 +90,4 @@ func (s *initState) apply(req initRequest) {
 	if req.DefaultWorkdir != nil && *req.DefaultWorkdir != "" {
 		s.defaultWorkdir = *req.DefaultWorkdir
 	}
-}
-
-// spawnView names what of the state a new process's start depends on (its
-// environment, user and workdir). The command pool's ready shells were
-// started under one view and stay usable while it is unchanged.
-func (s *initState) spawnView() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(s.envVars)) {
-		b.WriteString(k + "=" + s.envVars[k] + "\x00")
-	}
-	b.WriteString("\x00" + s.defaultUser + "\x00" + s.defaultWorkdir)
-	return b.String()
 }
