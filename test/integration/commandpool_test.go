@@ -95,8 +95,8 @@ func waitPooled(t *testing.T, ctx context.Context, conn *client.SandboxConn) {
 
 // TestFirstCommandPooled: with the warm pool, a create's first command is
 // run by the login shell its pooled sandbox started before the create took
-// it, and the first command after a pause and resume by the shell the
-// paused sandbox held; both are what a fresh shell gives.
+// it; the first command after a pause and resume, in a clone, and after a
+// rollback, by the shell the image held.
 func TestFirstCommandPooled(t *testing.T) {
 	ctx := daemontestContext(t)
 	d := daemontest.Start(t, daemontest.Options{ExtraArgs: []string{"--pool-size", "1"}})
@@ -127,6 +127,25 @@ func TestFirstCommandPooled(t *testing.T) {
 	}
 	if got := runLogin(t, ctx, resumed.Conn(), `echo "$USER $HOME $((6*7))"`, ""); got.stdout != "user /home/user 42\n" || got.code != 0 {
 		t.Fatalf("a command after the resume: %+v", got)
+	}
+	time.Sleep(1500 * time.Millisecond) // the pool refills before the snapshot
+	snap, err := c.Snapshot(ctx, sb.SandboxID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clones, err := c.Clone(ctx, sb.SandboxID, client.CloneOptions{Count: 1})
+	if err != nil || len(clones.Sandboxes) != 1 {
+		t.Fatalf("clone: %v %+v", err, clones)
+	}
+	if got := runLogin(t, ctx, clones.Sandboxes[0].Conn(), pooledProbe, "").stdout; !strings.Contains(got, "__fb_") {
+		t.Fatalf("a clone's first command started fresh: argv %q", got)
+	}
+	runLogin(t, ctx, resumed.Conn(), "echo spend the ready shell", "")
+	if _, err := c.Rollback(ctx, sb.SandboxID, snap.SnapshotID); err != nil {
+		t.Fatal(err)
+	}
+	if got := runLogin(t, ctx, resumed.Conn(), pooledProbe, "").stdout; !strings.Contains(got, "__fb_") {
+		t.Fatalf("the first command after a rollback started fresh: argv %q", got)
 	}
 }
 
