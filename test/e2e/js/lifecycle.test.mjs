@@ -35,7 +35,8 @@ test('fork and clone of a filesystem-only paused sandbox boot from its files; th
   const boot = await bootId(sbx)
   await sbx.files.write('/home/user/fs-fork.txt', 'files of a files-only pause')
   await sbx.commands.run('sleep 1000', { background: true })
-  assert.equal(await sleeping(sbx), true)
+  // Answered once its login shell started, before it exec'd sleep.
+  await waitFor('the background sleep', () => sleeping(sbx))
   assert.equal(await sbx.pause({ keepMemory: false }), true)
   await logged(sbx.sandboxId, 'sandbox paused', { memory: 'false' })
 

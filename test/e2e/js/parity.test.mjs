@@ -228,7 +228,9 @@ test('pause({keepMemory: false}) → connect: a new boot, files kept, processes 
   await sbx.files.write('/home/user/kept.txt', 'kept across a filesystem-only pause')
   await sbx.files.write('/tmp/kept.txt', '/tmp too, as on E2B')
   await sbx.commands.run('sleep 1000', { background: true })
-  assert.equal((await sbx.commands.run('pgrep -x sleep || true')).stdout.trim() !== '', true)
+  // A background command is answered once its login shell started, before
+  // that shell ran its profile and exec'd sleep; a pooled pgrep can beat it.
+  await waitFor('the background sleep', async () => (await sbx.commands.run('pgrep -x sleep || true')).stdout.trim() !== '')
   assert.equal(await sbx.pause({ keepMemory: false }), true)
   assert.equal(await sbx.isRunning(), false)
   assert.equal((await Sandbox.getInfo(sbx.sandboxId)).state, 'paused')
@@ -297,7 +299,9 @@ test('connect({onResume: reboot}) of a memory-paused sandbox: a new boot, files 
   await sbx.commands.run('sleep 1000', { background: true })
   assert.equal(await sbx.pause(), true)
   await sbx.connect()
-  assert.notEqual((await sbx.commands.run('pgrep -x sleep || true')).stdout.trim(), '', 'a memory resume keeps processes')
+  // The pause may have caught its login shell before it exec'd sleep; the
+  // resumed shell goes on and does.
+  await waitFor('a memory resume keeps processes', async () => (await sbx.commands.run('pgrep -x sleep || true')).stdout.trim() !== '')
   const second = await bootId(sbx)
   assert.equal(await sbx.pause(), true)
   await sbx.connect({ onResume: 'reboot' })
