@@ -71,14 +71,7 @@ func TestCommandPoolAcrossInit(t *testing.T) {
 // finds one for its first command.
 func TestWarmFillsCommandPool(t *testing.T) {
 	ta := startAgent(t, agent.Config{CommandPool: 1})
-	resp, err := ta.http.Post(ta.url+"/forkbox/warm", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("warm: %s", resp.Status)
-	}
+	ta.warm(t)
 	if n := agent.CommandPoolIdle(ta.agent); n != 1 {
 		t.Fatalf("%d ready shells after warming, want 1", n)
 	}

@@ -17,14 +17,7 @@ import (
 func TestWarm(t *testing.T) {
 	ta := startAgent(t, agent.Config{})
 	for range 2 {
-		resp, err := ta.http.Post(ta.url+"/forkbox/warm", "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusNoContent {
-			t.Fatalf("warm: %s", resp.Status)
-		}
+		ta.warm(t)
 	}
 	list, err := ta.proc.List(context.Background(), connect.NewRequest(&pb.ListRequest{}))
 	if err != nil {
@@ -35,5 +28,18 @@ func TestWarm(t *testing.T) {
 	}
 	if r := ta.runProcess(t, connect.NewRequest(shell("echo after"))); r.stdout != "after\n" || r.end.GetExitCode() != 0 {
 		t.Errorf("command after warming: %+v", r)
+	}
+}
+
+// warm posts /forkbox/warm to ta and fails unless it answers 204.
+func (ta *testAgent) warm(t *testing.T) {
+	t.Helper()
+	resp, err := ta.http.Post(ta.url+"/forkbox/warm", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("warm: %s", resp.Status)
 	}
 }
