@@ -63,10 +63,7 @@ func (a *Agent) handleInit(w http.ResponseWriter, r *http.Request) {
 		acct = nil
 	}
 	a.shells.renew(acct, view != a.spawnView() || mask != cpuMask())
-	// A new incarnation: the host's memory watch of the old one is gone
-	// and this one's announces itself once armed; until then the OOM
-	// guard keeps its own pace.
-	a.memoryStep.Store(0)
+	a.forgetMemoryWatch()
 	// /init follows every restore (resume, clone, rollback): copies of one
 	// image must not share random state.
 	a.Reseed()

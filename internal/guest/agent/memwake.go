@@ -34,6 +34,18 @@ func (a *Agent) handleMemoryWake(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// forgetMemoryWatch is /init's part: a new incarnation. The host's memory
+// watch of the old one is gone and this one's announces itself once armed;
+// until then the OOM guard keeps its own pace. A guard that waited for the
+// old watch's wakes sleeps for up to 5 s, blind to a hog the first command
+// starts (a code interpreter's cell filled 1 GiB before the new watch
+// armed, in 3 of 6 creates): wake it, so it looks now and sets its pace.
+func (a *Agent) forgetMemoryWatch() {
+	if a.memoryStep.Swap(0) != 0 {
+		a.onStarted()
+	}
+}
+
 // MemoryWakeStep is how far the sandbox's memory may move before the host
 // wakes the guard again, 0 when the host does not.
 func (a *Agent) MemoryWakeStep() uint64 { return a.memoryStep.Load() }

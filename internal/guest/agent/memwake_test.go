@@ -49,15 +49,23 @@ func TestMemoryWake(t *testing.T) {
 			t.Errorf("%s: woken %d times, want %d", tt.body, got, tt.wokenAfter)
 		}
 	}
-	// /init starts a new incarnation: its watch has to announce itself.
+	// /init starts a new incarnation: its watch has to announce itself,
+	// and the guard, which waited for the old watch's wakes, looks at once
+	// to set its own pace. An /init while no watch announced wakes nothing.
 	post(`{"step": 16777216}`)
-	resp, err := ta.http.Post(ta.url+"/init", "application/json", strings.NewReader(`{}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if got := ta.agent.MemoryWakeStep(); resp.StatusCode != http.StatusNoContent || got != 0 {
-		t.Errorf("after /init (%s): step %d, want 0", resp.Status, got)
+	before := woken.Load()
+	for i, want := range []int32{before + 1, before + 1} {
+		resp, err := ta.http.Post(ta.url+"/init", "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := ta.agent.MemoryWakeStep(); resp.StatusCode != http.StatusNoContent || got != 0 {
+			t.Errorf("after /init %d (%s): step %d, want 0", i, resp.Status, got)
+		}
+		if got := woken.Load(); got != want {
+			t.Errorf("after /init %d: woken %d times, want %d", i, got, want)
+		}
 	}
 }
 

@@ -134,6 +134,16 @@ type Guard struct {
 	// allocations fail, as the last Check found it; 0 when memory was
 	// short (Check then set its own fast pace).
 	headroom uint64
+	// calm is when the last kill's victim has had settle to free its
+	// memory: a look before then (a wake: the host sees the victim's
+	// memory go) kills nobody else.
+	calm time.Time
+	// last is when the previous look was and what it found free: a kill's
+	// log says how far memory moved since, which tells a late look from a
+	// stale meminfo (gVisor rescans the memory file at most every eight
+	// times its last scan took).
+	last     time.Time
+	lastFree uint64
 }
 
 // New returns a guard with o's defaults filled in.
@@ -199,6 +209,7 @@ func (g *Guard) Check() time.Duration {
 	}
 	reserve, failAt := g.reserve(m.total), g.failAt(m.total)
 	free := m.free()
+	defer func() { g.last, g.lastFree = time.Now(), free }()
 	switch {
 	case free < reserve:
 		return g.kill(free, m.total)
@@ -259,6 +270,9 @@ func headroomEvery(headroom uint64) time.Duration {
 
 // kill kills the largest process.
 func (g *Guard) kill(free, total uint64) time.Duration {
+	if wait := time.Until(g.calm); wait > 0 {
+		return wait
+	}
 	p, ok := largest(g.o.Proc, nil)
 	if !ok {
 		return slowEvery
@@ -268,8 +282,10 @@ func (g *Guard) kill(free, total uint64) time.Duration {
 		return fastEvery
 	}
 	delete(g.capped, p.pid)
+	g.calm = time.Now().Add(settle)
 	g.o.Logger.Warn("out of memory: killed process", "pid", p.pid, "comm", p.comm,
-		"rssMiB", p.rss>>20, "freeMiB", free>>20, "totalMiB", total>>20)
+		"rssMiB", p.rss>>20, "freeMiB", free>>20, "totalMiB", total>>20,
+		"lastLookAgo", time.Since(g.last).Round(time.Millisecond), "lastFreeMiB", g.lastFree>>20)
 	return settle
 }
 

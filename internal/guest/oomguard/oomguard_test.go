@@ -298,3 +298,26 @@ func TestWantsWakes(t *testing.T) {
 		}
 	}
 }
+
+// After a kill, the victim has settle to free its memory: a look before
+// then (the host's wake as the victim's memory goes) kills nobody else,
+// one after it does if memory is still exhausted.
+func TestSettleAfterKill(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		proc := fakeProc(t, 512<<10, 1<<10, 0, map[int]int{41: 100000, 42: 5000})
+		var killed []int
+		g := New(Options{Proc: proc, Kill: func(pid int) error { killed = append(killed, pid); return nil },
+			LimitAS: func(int, uint64) (uint64, error) { return 0, nil }})
+		if got := g.Check(); got != settle || len(killed) != 1 {
+			t.Fatalf("exhausted: next in %v, killed %v; want %v, one", got, killed, settle)
+		}
+		time.Sleep(settle / 10)
+		if got := g.Check(); got != settle-settle/10 || len(killed) != 1 {
+			t.Errorf("woken %v after the kill: next in %v, killed %v; want %v, still one", settle/10, got, killed, settle-settle/10)
+		}
+		time.Sleep(settle)
+		if g.Check(); len(killed) != 2 {
+			t.Errorf("after settle, still exhausted: killed %v, want a second", killed)
+		}
+	})
+}
