@@ -28,8 +28,14 @@ type account struct {
 	Home   string
 }
 
-// lookupAccount resolves a user name through /etc/passwd and /etc/group.
+// lookupAccount resolves a user name through /etc/passwd and /etc/group,
+// remembered while they are unchanged (users_cache.go).
 func lookupAccount(name string) (*account, error) {
+	return accounts.lookup(name, resolveAccount)
+}
+
+// resolveAccount reads name's account from /etc/passwd and /etc/group.
+func resolveAccount(name string) (*account, error) {
 	u, err := user.Lookup(name)
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: %v", errUnknownUser, name, err)
@@ -63,7 +69,7 @@ func (a *Agent) defaultUserName() string {
 	if name, _ := a.state.defaults(); name != "" {
 		return name
 	}
-	if _, err := user.Lookup(fallbackUser); err == nil {
+	if userExists(fallbackUser) {
 		return fallbackUser
 	}
 	return "root"

@@ -1,0 +1,81 @@
+package agent
+
+import (
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// accounts remembers lookupAccount's answers while the account databases
+// are unchanged: every Connect call resolves its user, and reading and
+// parsing /etc/passwd and /etc/group took 0.6–0.9 ms of a pooled
+// commands.run's ~6 ms inside the sandbox; two stats take a tenth of that.
+var accounts = accountCache{stampOf: accountDBStamp}
+
+// accountCache maps user names to their accounts (or lookup errors) as of
+// one state of the databases.
+type accountCache struct {
+	stampOf func() string // names the databases' state
+
+	mu     sync.Mutex
+	stamp  string                   // guarded by mu; the databases' state the answers are of
+	byName map[string]accountAnswer // guarded by mu
+}
+
+type accountAnswer struct {
+	acct *account
+	err  error
+}
+
+// lookup returns name's account through resolve, which it calls only when
+// the databases changed since name was last resolved. The account is a
+// copy the caller may keep.
+func (c *accountCache) lookup(name string, resolve func(string) (*account, error)) (*account, error) {
+	stamp := c.stampOf()
+	c.mu.Lock()
+	if c.stamp != stamp {
+		c.stamp, c.byName = stamp, map[string]accountAnswer{}
+	}
+	ans, ok := c.byName[name]
+	c.mu.Unlock()
+	if !ok {
+		ans.acct, ans.err = resolve(name)
+		c.mu.Lock()
+		if c.stamp == stamp {
+			c.byName[name] = ans
+		}
+		c.mu.Unlock()
+	}
+	if ans.err != nil {
+		return nil, ans.err
+	}
+	cp := *ans.acct
+	cp.Groups = append([]uint32(nil), ans.acct.Groups...)
+	return &cp, nil
+}
+
+// accountDBStamp names the state of /etc/passwd and /etc/group by size,
+// mtime and ctime (not the inode: gVisor renumbers files in every restore;
+// a file replaced by a rename, as useradd does, shows by its ctime).
+func accountDBStamp() string {
+	var b []byte
+	for _, p := range []string{"/etc/passwd", "/etc/group"} {
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			b = append(b, '-', 0)
+			continue
+		}
+		b = strconv.AppendInt(b, st.Size, 10)
+		b = strconv.AppendInt(append(b, ':'), st.Mtim.Nano(), 10)
+		b = strconv.AppendInt(append(b, ':'), st.Ctim.Nano(), 10)
+		b = append(b, 0)
+	}
+	return string(b)
+}
+
+// userExists reports whether name is a known user.
+func userExists(name string) bool {
+	_, err := lookupAccount(name)
+	return err == nil
+}
