@@ -300,6 +300,12 @@ test('commands: default user is `user`, root on request, sudo works', T, async (
     assert.equal((await sbx.commands.run('whoami', { user: 'root' })).stdout, 'root\n')
     assert.equal((await sbx.commands.run('sudo -n whoami')).stdout, 'root\n')
     assert.equal((await sbx.commands.run('echo $HOME')).stdout, '/home/user\n')
+    // The agent remembers accounts while /etc/passwd and /etc/group are
+    // unchanged: a user added after a lookup failed is found at once.
+    await assert.rejects(sbx.commands.run('whoami', { user: 'alice' }), /unknown user "alice"/)
+    await sbx.commands.run('useradd -m alice', { user: 'root' })
+    assert.equal((await sbx.commands.run('whoami; echo $HOME', { user: 'alice' })).stdout, 'alice\n/home/alice\n')
+    assert.equal((await sbx.files.write('f', 'x', { user: 'alice' })).path, '/home/alice/f')
   } finally {
     await kill(sbx)
   }
