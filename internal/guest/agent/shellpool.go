@@ -3,9 +3,9 @@ package agent
 import (
 	"bytes"
 	"crypto/rand"
+	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,23 +42,30 @@ const initFillDelay = time.Second
 // poolReadyTimeout bounds how long a new shell may take to run its profile.
 const poolReadyTimeout = 10 * time.Second
 
-// maxPooledCmd is the longest command handed to a pooled shell: bash reads
-// it one byte per read(2) from the pipe, so long ones start fresh.
+// maxPooledCmd is the longest command handed to a pooled shell; longer
+// ones start fresh.
 const maxPooledCmd = 16 << 10
 
 // poolWrapper is the -c script of a pooled shell, run after the profile.
 // It reports ready ("r", or "x" when the profile's last status was not 0,
 // which a fresh shell's command would see in $?, or when /bin/bash is not
 // bash — an image without bash gets a /bin/bash that runs /bin/sh, which
-// cannot run the rest of this script), waits for the agent's
-// message on fd 3 (RANDOM seed, stdin wanted, command; NUL-terminated),
-// restores what a fresh shell would show ($_ from the profile, SECONDS from
-// zero, a fresh RANDOM sequence so clones of one image differ,
-// BASH_EXECUTION_STRING) and evaluates the command on line 1 as -c does.
+// cannot run the rest of this script), waits for the agent's message on
+// fd 3 (handOver: a 16-byte header of RANDOM seed, stdin wanted and the
+// command's length in bytes, then the command), restores what a fresh
+// shell would show ($_ from the profile, SECONDS from zero, a fresh RANDOM
+// sequence so clones of one image differ, BASH_EXECUTION_STRING) and
+// evaluates the command as -c does.
+//
+// The reads are sized (read -N, bytes under LC_ALL=C, from -u 3 without a
+// redirection): bash then takes each part in one read(2), where a
+// delimited read takes one per byte, and a redirection four more calls;
+// a syscall costs ~40 us under gVisor's systrap, and "echo hi" took 62
+// calls after the ready byte that way against 25 now.
 const poolWrapper = `__fb_q=$? __fb_u=$_; if [ "$__fb_q" = 0 ] && [ -n "$BASH_VERSION" ]; then printf r >&4; else printf x >&4; fi; exec 4>&-; ` +
-	`IFS= read -r -d '' __fb_s <&3 && IFS= read -r -d '' __fb_i <&3 && IFS= read -r -d '' __fb_c <&3 || kill -KILL $$; exec 3<&-; ` +
-	`[ "$__fb_i" = 1 ] || exec </dev/null; RANDOM=$__fb_s; SECONDS=0; ` +
-	`eval "unset __fb_q __fb_s __fb_i __fb_c __fb_u; BASH_EXECUTION_STRING=${__fb_c@Q}; : ${__fb_u@Q}; $__fb_c"`
+	`LC_ALL=C IFS= read -r -N 16 -u 3 __fb_h && LC_ALL=C IFS= read -r -N $((10#${__fb_h:6:10})) -u 3 __fb_c || kill -KILL $$; exec 3<&-; ` +
+	`[ "${__fb_h:5:1}" = 1 ] || exec </dev/null; RANDOM=$((10#${__fb_h:0:5})); SECONDS=0; ` +
+	`eval "unset __fb_q __fb_h __fb_c __fb_u; BASH_EXECUTION_STRING=${__fb_c@Q}; : ${__fb_u@Q}; $__fb_c"`
 
 // shellPool holds the ready shells of one configuration at a time.
 type shellPool struct {
@@ -350,7 +357,7 @@ func (sh *pooledShell) handOver(cmd string, stdin bool) error {
 	if stdin {
 		in = "1"
 	}
-	msg := strconv.Itoa(int(seed[0])<<8|int(seed[1])) + "\x00" + in + "\x00" + cmd + "\x00"
+	msg := fmt.Sprintf("%05d%s%010d%s", int(seed[0])<<8|int(seed[1]), in, len(cmd), cmd)
 	_, err := sh.ctl.Write([]byte(msg))
 	sh.ctl.Close()
 	sh.ctl = nil

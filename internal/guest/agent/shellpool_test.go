@@ -87,6 +87,9 @@ func TestCommandPoolMatchesFresh(t *testing.T) {
 		{"descriptors", `ls /proc/$$/fd; readlink /proc/$$/fd/0 /proc/$$/fd/1 | sed 's/:\[[0-9]*\]//'; :`, true},
 		{"status and seconds", `echo "$? $((SECONDS < 2)) ${PIPESTATUS[*]}"; echo "$BASH_EXECUTION_STRING"`, true},
 		{"exit code", "echo out; echo err >&2; exit 7", true},
+		// The command's length is sent in bytes and read under LC_ALL=C;
+		// the command itself runs in the request's locale.
+		{"multibyte, backslashes, trailing blanks", "x='h\u00e9llo w\u00f6rld'; printf '%s|' \"$x\" ${#x} 'a\\b' \"${LC_ALL-unset}\" \"$LANG\"; echo \"${#BASH_EXECUTION_STRING}\" \n\t ", true},
 		{"multi-line with errors", "echo a\nno-such-command-xyz\necho $LINENO\nfalse", true},
 		{"killed by its own signal", "echo before; kill -TERM $$; echo after", true},
 		{"trace starts fresh", "set -x; echo traced", false},
