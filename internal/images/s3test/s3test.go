@@ -103,13 +103,11 @@ func Start(t testing.TB) *Server {
 func Launch(bin, dir string) (*Server, error) {
 	s := &Server{bin: bin, dir: dir, AccessKey: "forkboxtest", SecretKey: "forkbox-test-secret-key",
 		Bucket: "forkbox-test", Region: "us-east-1"}
-	for i := range s.ports {
-		p, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		s.ports[i] = p
+	ports, err := freePorts(len(s.ports))
+	if err != nil {
+		return nil, err
 	}
+	copy(s.ports[:], ports)
 	s.Endpoint = "http://127.0.0.1:" + strconv.Itoa(s.ports[3])
 	if err := s.writeConfig(); err != nil {
 		return nil, err
@@ -269,23 +267,43 @@ func (s *Server) signal(sig syscall.Signal) {
 	s.cmd = nil
 }
 
-// freePort returns a loopback port that is free, and whose gRPC companion
-// (port+10000, as SeaweedFS names them) is free too.
-func freePort() (int, error) {
-	for range 50 {
+// freePorts returns n loopback ports, each free with its gRPC companion
+// (port+10000, as SeaweedFS names them), the 2n all distinct. Each is held
+// open until all are chosen: ports picked one at a time and released at
+// once came back twice (master and volume server both on one port, and the
+// volume server's gRPC listen failed in CI).
+func freePorts(n int) ([]int, error) {
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	used := map[int]bool{}
+	var out []int
+	for range 50 * n {
+		if len(out) == n {
+			return out, nil
+		}
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
+		held = append(held, l)
 		p := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if p+10000 > 65535 {
+		if p+10000 > 65535 || used[p] || used[p+10000] {
 			continue
 		}
-		if l2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+10000)); err == nil {
-			l2.Close()
-			return p, nil
+		l2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+10000))
+		if err != nil {
+			continue
 		}
+		held = append(held, l2)
+		used[p], used[p+10000] = true, true
+		out = append(out, p)
 	}
-	return 0, fmt.Errorf("no free loopback port pair")
+	if len(out) == n {
+		return out, nil
+	}
+	return nil, fmt.Errorf("no %d free loopback port pairs", n)
 }
