@@ -164,19 +164,26 @@ func profileFingerprint(home string) string {
 			paths = append(paths, filepath.Join(home, n))
 		}
 	}
-	var b strings.Builder
-	for _, p := range slices.Compact(paths) {
+	return statStamp(slices.Compact(paths)...)
+}
+
+// statStamp names the state of files by size, mtime and ctime, "-" for
+// one that is missing. No inode number: gVisor numbers a file anew in
+// every restore (/etc/profile: 42 before a pause, 100 after), which would
+// make a restored sandbox's state look changed. A file replaced by a
+// rename still shows, by its ctime.
+func statStamp(paths ...string) string {
+	var b []byte
+	for _, p := range paths {
 		var st unix.Stat_t
 		if err := unix.Stat(p, &st); err != nil {
-			b.WriteString("-\x00")
+			b = append(b, '-', 0)
 			continue
 		}
-		// No inode number: gVisor numbers a file anew in every restore
-		// (/etc/profile: 42 before a pause, 100 after), which would make a
-		// paused sandbox's ready shell stale. A file replaced by a rename
-		// still shows, by its ctime.
-		b.WriteString(strconv.FormatInt(st.Size, 10) + ":" +
-			strconv.FormatInt(st.Mtim.Nano(), 10) + ":" + strconv.FormatInt(st.Ctim.Nano(), 10) + "\x00")
+		b = strconv.AppendInt(b, st.Size, 10)
+		b = strconv.AppendInt(append(b, ':'), st.Mtim.Nano(), 10)
+		b = strconv.AppendInt(append(b, ':'), st.Ctim.Nano(), 10)
+		b = append(b, 0)
 	}
-	return b.String()
+	return string(b)
 }

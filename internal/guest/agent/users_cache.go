@@ -1,11 +1,6 @@
 package agent
 
-import (
-	"strconv"
-	"sync"
-
-	"golang.org/x/sys/unix"
-)
+import "sync"
 
 // accounts remembers lookupAccount's answers while the account databases
 // are unchanged: every Connect call resolves its user, and reading and
@@ -55,24 +50,9 @@ func (c *accountCache) lookup(name string, resolve func(string) (*account, error
 	return &cp, nil
 }
 
-// accountDBStamp names the state of /etc/passwd and /etc/group by size,
-// mtime and ctime (not the inode: gVisor renumbers files in every restore;
-// a file replaced by a rename, as useradd does, shows by its ctime).
-func accountDBStamp() string {
-	var b []byte
-	for _, p := range []string{"/etc/passwd", "/etc/group"} {
-		var st unix.Stat_t
-		if err := unix.Stat(p, &st); err != nil {
-			b = append(b, '-', 0)
-			continue
-		}
-		b = strconv.AppendInt(b, st.Size, 10)
-		b = strconv.AppendInt(append(b, ':'), st.Mtim.Nano(), 10)
-		b = strconv.AppendInt(append(b, ':'), st.Ctim.Nano(), 10)
-		b = append(b, 0)
-	}
-	return string(b)
-}
+// accountDBStamp names the state of /etc/passwd and /etc/group (useradd
+// replaces them by a rename).
+func accountDBStamp() string { return statStamp("/etc/passwd", "/etc/group") }
 
 // userExists reports whether name is a known user.
 func userExists(name string) bool {
