@@ -13,6 +13,17 @@ func CommandPoolIdle(a *Agent) int {
 // CommandPoolIdlePIDs returns the pids of the shells waiting in a's pool.
 func CommandPoolIdlePIDs(a *Agent) map[int]bool { return a.shells.idlePIDs() }
 
+// CommandPoolSeeds returns the RANDOM seeds of the shells waiting in a's pool.
+func CommandPoolSeeds(a *Agent) []uint16 {
+	a.shells.mu.Lock()
+	defer a.shells.mu.Unlock()
+	var seeds []uint16
+	for _, sh := range a.shells.idle {
+		seeds = append(seeds, sh.seed)
+	}
+	return seeds
+}
+
 // NewAccountCache returns a lookup through a cache of the given stamp function
 // and resolver, as lookupAccount does through the real ones.
 func NewAccountCache(stamp func() string) func(name string, resolve func(string) (uid uint32, err error)) (uint32, error) {

@@ -40,6 +40,8 @@ func (a *Agent) handleInit(w http.ResponseWriter, r *http.Request) {
 	// What a new process starts with, before this /init changes it: the
 	// command pool's ready shells were started with it.
 	view, mask := a.spawnView(), cpuMask()
+	// A restored sandbox's inotify watches are from before its checkpoint.
+	fileStamps.reset()
 	if err := applyCPUCount(req.CPUCount); err != nil {
 		a.log.Warn("cpu count not applied", "cpu_count", req.CPUCount, "err", err)
 	}

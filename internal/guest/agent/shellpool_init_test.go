@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,9 +33,18 @@ func TestCommandPoolAcrossInit(t *testing.T) {
 	pp := newPooledPair(t)
 	pp.warm(t)
 	ready := agent.CommandPoolIdlePIDs(pp.pooled.agent)
+	seeds := agent.CommandPoolSeeds(pp.pooled.agent)
 	pp.pooled.postInit(t, `{"envVars":{"FROM_INIT":"x"},"commandPool":1}`)
 	if got := agent.CommandPoolIdlePIDs(pp.pooled.agent); !maps.Equal(got, ready) {
 		t.Fatalf("idle shells after an /init that changed nothing: %v, before %v", got, ready)
+	}
+	// A kept shell draws its RANDOM seed anew at every /init (clones of one
+	// image must differ); three equal 16-bit draws in a row: 2^-48.
+	for i := 0; slices.Equal(agent.CommandPoolSeeds(pp.pooled.agent), seeds); i++ {
+		if i == 2 {
+			t.Fatalf("the kept shell's RANDOM seed %v did not change in 3 /inits", seeds)
+		}
+		pp.pooled.postInit(t, `{"envVars":{"FROM_INIT":"x"},"commandPool":1}`)
 	}
 	res := pp.run(t, loginShell("echo $$ $FROM_INIT"), true)
 	var pid int

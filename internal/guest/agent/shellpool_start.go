@@ -39,7 +39,7 @@ func (sp *shellPool) startShell(rc *poolRecipe) (*pooledShell, error) {
 		return nil, errPoolUnusable
 	}
 	home := envValue(s.cmd.Env, "HOME")
-	sh := &pooledShell{key: key, home: home, fp: profileFingerprint(home), fwd: make(chan syscall.WaitStatus, 1)}
+	sh := &pooledShell{key: key, home: home, fp: profileFingerprint(home), seed: drawSeed(), fwd: make(chan syscall.WaitStatus, 1)}
 	var ends shellEnds
 	pid, status, err := sp.a.reaper.start(func() (int, error) {
 		if err := ends.open(s.cmd, sh); err != nil {
@@ -106,7 +106,7 @@ func (e *shellEnds) open(cmd *exec.Cmd, sh *pooledShell) error {
 	if sh.stderr, err = pair(false); err != nil {
 		return err
 	}
-	if sh.ctl, err = pair(true); err != nil {
+	if sh.ctl, err = e.blockingPair(); err != nil {
 		return err
 	}
 	if e.ready, err = pair(false); err != nil {
@@ -115,6 +115,18 @@ func (e *shellEnds) open(cmd *exec.Cmd, sh *pooledShell) error {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.child[0], e.child[1], e.child[2]
 	cmd.ExtraFiles = []*os.File{e.child[3], e.child[4]}
 	return nil
+}
+
+// blockingPair makes fd 3's pipe without the poller: the agent writes it
+// once, into an empty pipe, so it never waits, and closing a polled pipe
+// costs an epoll_ctl more on the command's path.
+func (e *shellEnds) blockingPair() (*os.File, error) {
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		return nil, err
+	}
+	e.child = append(e.child, os.NewFile(uintptr(fds[0]), "|0"))
+	return os.NewFile(uintptr(fds[1]), "|1"), nil
 }
 
 func (e *shellEnds) closeChild() {
@@ -130,10 +142,19 @@ func (e *shellEnds) closeParent(sh *pooledShell) {
 	}
 }
 
-// pending reports whether a pipe holds unread bytes.
+// pending reports whether a pipe holds unread bytes. It asks through
+// SyscallConn, not Fd: Fd turns the pipe blocking, and a blocking read
+// holds an OS thread in the kernel until output comes, which the Go
+// runtime answers with thread hand-offs that cost a pooled command's
+// output ~1 ms under gVisor (a pollable pipe is read once epoll says so).
 func pending(f *os.File) bool {
-	n, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCINQ)
-	return err != nil || n > 0
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return true
+	}
+	n := 0
+	cerr := rc.Control(func(fd uintptr) { n, err = unix.IoctlGetInt(int(fd), unix.TIOCINQ) })
+	return cerr != nil || err != nil || n > 0
 }
 
 // spawnKey is everything of a prepared process a pooled shell must share
@@ -151,8 +172,18 @@ func spawnKey(s spawn) string {
 
 // profileFingerprint names the state of the files a bash login shell reads
 // (and of the directories Debian's ~/.profile tests for), so a shell started
-// before one of them changed is not used.
+// before one of them changed is not used. fileStamps remembers it until
+// something in their directories changes.
 func profileFingerprint(home string) string {
+	dirs := []string{"/etc", "/etc/profile.d"}
+	if home != "" {
+		dirs = append(dirs, home, filepath.Join(home, ".local"))
+	}
+	return fileStamps.stamp("profile\x00"+home, dirs, func() (string, bool) { return profileStamp(home) })
+}
+
+// profileStamp is profileFingerprint read from the files.
+func profileStamp(home string) (string, bool) {
 	paths := []string{"/etc/profile", "/etc/bash.bashrc", "/etc/profile.d"}
 	if d, err := os.ReadDir("/etc/profile.d"); err == nil {
 		for _, e := range d {
@@ -164,19 +195,27 @@ func profileFingerprint(home string) string {
 			paths = append(paths, filepath.Join(home, n))
 		}
 	}
-	return statStamp(slices.Compact(paths)...)
+	return stampFiles(slices.Compact(paths)...)
 }
 
-// statStamp names the state of files by size, mtime and ctime, "-" for
-// one that is missing. No inode number: gVisor numbers a file anew in
-// every restore (/etc/profile: 42 before a pause, 100 after), which would
-// make a restored sandbox's state look changed. A file replaced by a
-// rename still shows, by its ctime.
-func statStamp(paths ...string) string {
+// stampFiles names the state of files by size, mtime and ctime, "-" for
+// one that is missing, and reports whether none of them is a symlink (a
+// dirWatch may remember the stamp only then: the target can change where
+// no watch sees it); a symlink is stamped by its target. No inode number:
+// gVisor numbers a file anew in every restore (/etc/profile: 42 before a
+// pause, 100 after), which would make a restored sandbox's state look
+// changed. A file replaced by a rename still shows, by its ctime.
+func stampFiles(paths ...string) (stamp string, noLinks bool) {
 	var b []byte
+	noLinks = true
 	for _, p := range paths {
 		var st unix.Stat_t
-		if err := unix.Stat(p, &st); err != nil {
+		err := unix.Lstat(p, &st)
+		if err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			noLinks = false
+			err = unix.Stat(p, &st)
+		}
+		if err != nil {
 			b = append(b, '-', 0)
 			continue
 		}
@@ -185,5 +224,5 @@ func statStamp(paths ...string) string {
 		b = strconv.AppendInt(append(b, ':'), st.Ctim.Nano(), 10)
 		b = append(b, 0)
 	}
-	return string(b)
+	return string(b), noLinks
 }

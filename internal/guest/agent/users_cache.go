@@ -51,8 +51,13 @@ func (c *accountCache) lookup(name string, resolve func(string) (*account, error
 }
 
 // accountDBStamp names the state of /etc/passwd and /etc/group (useradd
-// replaces them by a rename).
-func accountDBStamp() string { return statStamp("/etc/passwd", "/etc/group") }
+// replaces them by a rename); fileStamps remembers it while /etc is
+// unchanged.
+func accountDBStamp() string {
+	return fileStamps.stamp("accounts", []string{"/etc"}, func() (string, bool) {
+		return stampFiles("/etc/passwd", "/etc/group")
+	})
+}
 
 // userExists reports whether name is a known user.
 func userExists(name string) bool {

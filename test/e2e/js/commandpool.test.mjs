@@ -84,3 +84,34 @@ test('a pooled command: pid, commands.kill, sendStdin, background', T, async () 
   await term.wait().catch(() => {})
   assert.match(out, /pty-42/)
 })
+
+// The agent remembers the login profile's state until inotify reports a
+// change in its directories. Each change here is made while a shell started
+// before it waits in the pool (by files.write, or by a background command
+// that sleeps past the pool's refill), so only that report keeps the next
+// command from running with the old profile.
+test('a profile changed while a pooled shell waits is seen by the next command', T, async () => {
+  const sbx = await Sandbox.create('base', { timeoutMs: 120_000 })
+  created.add(sbx.sandboxId)
+  const vars = async () => (await sbx.commands.run('echo "[$FB_P][$FB_ETC]"')).stdout
+  const inBackground = async (cmd, opts = {}) => {
+    const h = await sbx.commands.run(`sleep 1; ${cmd}`, { ...opts, background: true })
+    await h.wait()
+  }
+  await pooled(sbx, 'true')
+  await sleep(500)
+  assert.equal(await vars(), '[][]\n')
+  await pooled(sbx, 'true')
+  await sleep(500)
+  await sbx.files.write('/home/user/.profile', 'export FB_P=written\n')
+  assert.equal(await vars(), '[written][]\n', 'files.write')
+  await pooled(sbx, 'true')
+  await inBackground(`printf 'export FB_P=renamed\\n' >~/.p.new && mv ~/.p.new ~/.profile`)
+  assert.equal(await vars(), '[renamed][]\n', 'replaced by a rename')
+  await pooled(sbx, 'true')
+  await inBackground('echo "export FB_ETC=etc" >/etc/profile.d/fb.sh', { user: 'root' })
+  assert.equal(await vars(), '[renamed][etc]\n', 'a new file in /etc/profile.d')
+  await pooled(sbx, 'true')
+  await inBackground(`echo 'export FB_P=appended' >>~/.profile`)
+  assert.equal(await vars(), '[appended][etc]\n', 'appended to')
+})
