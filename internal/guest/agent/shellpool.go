@@ -36,6 +36,12 @@ import (
 // the pool to end, so the refill does not compete with it for the CPU.
 const poolRefillDelay = 100 * time.Millisecond
 
+// refillAfterEnd is how long a refill waits after the command ended: its
+// login shell's start competed for the CPU with sending the command's end
+// to the client (and with the proxy's and the client's own work on the
+// host), which cost commands.run("echo hi") ~1.5 ms of its ~13.
+const refillAfterEnd = 10 * time.Millisecond
+
 // initFillDelay is how long after /init the pool starts filling.
 const initFillDelay = time.Second
 
@@ -187,20 +193,26 @@ func (sp *shellPool) idlePIDs() map[int]bool {
 	return pids
 }
 
-// refillAfter fills the pool once done is closed or poolRefillDelay passed.
+// refillAfter fills the pool refillAfterEnd after done is closed, or
+// once poolRefillDelay passed.
 func (sp *shellPool) refillAfter(done <-chan struct{}) {
 	if !sp.enabled() {
 		return
 	}
-	go func() {
-		t := time.NewTimer(poolRefillDelay)
-		defer t.Stop()
-		select {
-		case <-done:
-		case <-t.C:
-		}
-		sp.fill()
-	}()
+	go afterEnd(done, sp.fill)
+}
+
+// afterEnd calls fill refillAfterEnd after done is closed, or after
+// poolRefillDelay if that is sooner.
+func afterEnd(done <-chan struct{}, fill func()) {
+	t := time.NewTimer(poolRefillDelay)
+	defer t.Stop()
+	select {
+	case <-done:
+		time.Sleep(refillAfterEnd)
+	case <-t.C:
+	}
+	fill()
 }
 
 // renew is /init's. When stale (the /init changed what a new process
