@@ -191,9 +191,11 @@ func (a *Agent) Serve(ctx context.Context, l net.Listener) error {
 
 // Reseed must be called after the sandbox is restored from a checkpoint.
 // Clones restored from one image start with identical memory, so any
-// process-local random state would repeat across them. The agent keeps none
-// today: it does not use math/rand, and watcher ids come from crypto/rand,
-// which asks the kernel on every call. Reseed is the hook where such state
+// process-local random state would repeat across them. The agent keeps
+// little: it does not use math/rand, and watcher ids come from crypto/rand,
+// which asks the kernel on every call. The one exception, the pooled
+// shells' RANDOM seeds (drawn ahead of their commands), is redrawn by the
+// pool's renew at the same /init. Reseed is the hook where other such state
 // must be refreshed if it is ever added.
 func (a *Agent) Reseed() {
 	a.log.Debug("reseed after restore: nothing to reseed")
