@@ -3,7 +3,9 @@ package agent
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,13 +23,29 @@ import (
 // that is a symlink (its target may live in a directory not watched).
 type dirWatch struct {
 	mu    sync.Mutex
-	fd    int                // guarded by mu; the inotify descriptor, -1 when not open
-	gen   uint64             // guarded by mu; bumped on every event, reset and failure
-	cache map[string]stampAt // guarded by mu
+	fd    int                 // guarded by mu; the inotify descriptor, -1 when not open
+	gen   uint64              // guarded by mu; bumped on every event, reset and failure
+	cache map[string]stampAt  // guarded by mu
+	wds   map[int32]*interest // guarded by mu; what matters in each watched directory
 	// root is a directory on the one filesystem trusted to raise an event
 	// for every change ("/"; tests use their own); rootDev its device.
 	root    string
 	rootDev uint64 // guarded by mu
+}
+
+// stampDir is a directory a stamp depends on and the names in it that
+// matter (nil: every name). Filtering by name keeps a home the agent's
+// commands write files in from forgetting the profile's stamp each time.
+type stampDir struct {
+	path  string
+	names []string
+}
+
+// interest is what matters in one watched directory, for every stamp that
+// watches it.
+type interest struct {
+	all   bool
+	names map[string]bool
 }
 
 // stampAt is a stamp and the watch generation it was computed in.
@@ -46,12 +64,12 @@ const watchMask = unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_CLOSE_WRITE | unix.I
 var fileStamps = &dirWatch{fd: -1, root: "/"}
 
 // stamp returns compute's stamp for key, computing it again only if
-// something in dirs may have changed since it last did. dirs are the
-// directories that hold every file compute looks at, each listed after
-// its parent when the parent is listed too; a directory that is missing is
-// fine when its parent is watched (its creation is an event). compute
+// something that matters in dirs may have changed since it last did. dirs
+// hold every file compute looks at, each listed after its parent when the
+// parent is listed too; a directory that is missing is fine when its
+// parent is watched for its name (its creation is an event). compute
 // reports whether its stamp may be remembered (false: a symlink).
-func (w *dirWatch) stamp(key string, dirs []string, compute func() (string, bool)) string {
+func (w *dirWatch) stamp(key string, dirs []stampDir, compute func() (string, bool)) string {
 	w.mu.Lock()
 	gen, ok := w.drainLocked()
 	c, hit := w.cache[key]
@@ -92,10 +110,11 @@ func (w *dirWatch) closeLocked() {
 	w.fd = -1
 	w.gen++
 	w.cache = nil
+	w.wds = nil
 }
 
 // drainLocked reads every pending event and returns the generation, bumped
-// if there was one; ok is false when the watch does not work.
+// if one mattered; ok is false when the watch does not work.
 func (w *dirWatch) drainLocked() (gen uint64, ok bool) {
 	if w.fd < 0 {
 		return w.gen, false
@@ -105,7 +124,9 @@ func (w *dirWatch) drainLocked() (gen uint64, ok bool) {
 		n, err := unix.Read(w.fd, buf[:])
 		switch {
 		case n > 0:
-			w.gen++
+			if w.matters(buf[:n]) {
+				w.gen++
+			}
 			continue
 		case errors.Is(err, unix.EINTR):
 			continue
@@ -117,9 +138,36 @@ func (w *dirWatch) drainLocked() (gen uint64, ok bool) {
 	}
 }
 
+// matters reports whether any of the events in b touches what some stamp
+// depends on: a name watched for, anything in a directory watched whole,
+// a watched directory moved or removed, an unknown watch or lost events.
+func (w *dirWatch) matters(b []byte) bool {
+	for len(b) >= unix.SizeofInotifyEvent {
+		ev := (*unix.InotifyEvent)(unsafe.Pointer(&b[0]))
+		end := unix.SizeofInotifyEvent + int(ev.Len)
+		if end > len(b) {
+			return true
+		}
+		name := strings.TrimRight(string(b[unix.SizeofInotifyEvent:end]), "\x00")
+		b = b[end:]
+		in := w.wds[ev.Wd]
+		switch {
+		case ev.Mask&(unix.IN_Q_OVERFLOW|unix.IN_IGNORED) != 0 || in == nil:
+			return true
+		case name == "": // the directory itself: gone, or (watched whole) changed
+			if ev.Mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0 || in.all {
+				return true
+			}
+		case in.all || in.names[name]:
+			return true
+		}
+	}
+	return len(b) > 0
+}
+
 // watchLocked opens the descriptor if needed and watches dirs, reporting
 // whether a change to any file in them is sure to be seen.
-func (w *dirWatch) watchLocked(dirs []string) bool {
+func (w *dirWatch) watchLocked(dirs []stampDir) bool {
 	if w.fd < 0 {
 		fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 		if err != nil {
@@ -132,11 +180,11 @@ func (w *dirWatch) watchLocked(dirs []string) bool {
 		}
 		w.fd, w.rootDev = fd, st.Dev
 	}
-	watched := map[string]bool{}
+	watched := map[string]*interest{}
 	for _, d := range dirs {
 		var st unix.Stat_t
-		if err := unix.Stat(d, &st); err != nil {
-			if errors.Is(err, unix.ENOENT) && watched[filepath.Dir(d)] {
+		if err := unix.Stat(d.path, &st); err != nil {
+			if p := watched[filepath.Dir(d.path)]; errors.Is(err, unix.ENOENT) && p != nil && (p.all || p.names[filepath.Base(d.path)]) {
 				continue
 			}
 			return false
@@ -144,10 +192,28 @@ func (w *dirWatch) watchLocked(dirs []string) bool {
 		if st.Dev != w.rootDev {
 			return false
 		}
-		if _, err := unix.InotifyAddWatch(w.fd, d, watchMask); err != nil {
+		wd, err := unix.InotifyAddWatch(w.fd, d.path, watchMask)
+		if err != nil {
 			return false
 		}
-		watched[d] = true
+		watched[d.path] = w.interestIn(int32(wd), d.names)
 	}
 	return true
+}
+
+// interestIn adds names (nil: all) to what matters in watch wd.
+func (w *dirWatch) interestIn(wd int32, names []string) *interest {
+	if w.wds == nil {
+		w.wds = map[int32]*interest{}
+	}
+	in := w.wds[wd]
+	if in == nil {
+		in = &interest{names: map[string]bool{}}
+		w.wds[wd] = in
+	}
+	in.all = in.all || names == nil
+	for _, n := range names {
+		in.names[n] = true
+	}
+	return in
 }

@@ -69,7 +69,7 @@ func TestDirWatch(t *testing.T) {
 			w := &dirWatch{fd: -1, root: dir}
 			defer w.reset()
 			calls := 0
-			dirs := []string{dir, filepath.Join(dir, "d"), filepath.Join(dir, "sub")}
+			dirs := []stampDir{{dir, []string{"profile", "sub", "d"}}, {filepath.Join(dir, "d"), nil}, {filepath.Join(dir, "sub"), nil}}
 			stamp := func() string {
 				return w.stamp("k", dirs, func() (string, bool) {
 					calls++
@@ -99,6 +99,43 @@ func TestDirWatch(t *testing.T) {
 	}
 }
 
+// TestDirWatchOtherNames: files a stamp does not depend on come and go in
+// its directories (a command writing its output in the home) and the stamp
+// is not computed again.
+func TestDirWatchOtherNames(t *testing.T) {
+	dir := t.TempDir()
+	w := &dirWatch{fd: -1, root: dir}
+	defer w.reset()
+	calls := 0
+	stamp := func() {
+		w.stamp("k", []stampDir{{dir, []string{"profile"}}}, func() (string, bool) {
+			calls++
+			return stampFiles(filepath.Join(dir, "profile"))
+		})
+	}
+	stamp()
+	for _, step := range []func() error{
+		func() error { return os.WriteFile(filepath.Join(dir, "out.txt"), []byte("x"), 0o644) },
+		func() error { return os.Rename(filepath.Join(dir, "out.txt"), filepath.Join(dir, "out2.txt")) },
+		func() error { return os.Mkdir(filepath.Join(dir, "work"), 0o755) },
+		func() error { return os.Remove(filepath.Join(dir, "out2.txt")) },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+		stamp()
+	}
+	if calls != 1 {
+		t.Errorf("computed %d times while only other names changed, want 1", calls)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "profile"), []byte("p"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if stamp(); calls != 2 {
+		t.Errorf("computed %d times after the watched name changed, want 2", calls)
+	}
+}
+
 // TestDirWatchNotRemembered: a stamp that reports a symlink, one whose
 // directory is missing with no watched parent, and one of a directory on
 // another filesystem than the root are computed on every call.
@@ -110,12 +147,13 @@ func TestDirWatchNotRemembered(t *testing.T) {
 	tests := []struct {
 		name  string
 		root  string
-		dirs  []string
+		dirs  []stampDir
 		paths []string
 	}{
-		{"symlink", dir, []string{dir}, []string{filepath.Join(dir, "link")}},
-		{"missing, parent unwatched", dir, []string{filepath.Join(dir, "no", "such")}, nil},
-		{"another filesystem", "/proc", []string{dir}, nil},
+		{"symlink", dir, []stampDir{{dir, nil}}, []string{filepath.Join(dir, "link")}},
+		{"missing, parent unwatched", dir, []stampDir{{filepath.Join(dir, "no", "such"), nil}}, nil},
+		{"missing, parent watched for other names", dir, []stampDir{{dir, []string{"link"}}, {filepath.Join(dir, "no"), nil}}, nil},
+		{"another filesystem", "/proc", []stampDir{{dir, nil}}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

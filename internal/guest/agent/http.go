@@ -65,6 +65,11 @@ func (a *Agent) handleInit(w http.ResponseWriter, r *http.Request) {
 		acct = nil
 	}
 	a.shells.renew(acct, view != a.spawnView() || mask != cpuMask())
+	if acct != nil {
+		// Watch and stamp the default user's profile again now, not on
+		// the first command's path (namedAccount did the accounts').
+		go profileFingerprint(acct.Home)
+	}
 	a.forgetMemoryWatch()
 	// /init follows every restore (resume, clone, rollback): copies of one
 	// image must not share random state.

@@ -175,9 +175,10 @@ func spawnKey(s spawn) string {
 // before one of them changed is not used. fileStamps remembers it until
 // something in their directories changes.
 func profileFingerprint(home string) string {
-	dirs := []string{"/etc", "/etc/profile.d"}
+	dirs := []stampDir{{"/etc", []string{"profile", "bash.bashrc", "profile.d"}}, {"/etc/profile.d", nil}}
 	if home != "" {
-		dirs = append(dirs, home, filepath.Join(home, ".local"))
+		dirs = append(dirs, stampDir{home, []string{".bash_profile", ".bash_login", ".profile", ".bashrc", "bin", ".local"}},
+			stampDir{filepath.Join(home, ".local"), []string{"bin"}})
 	}
 	return fileStamps.stamp("profile\x00"+home, dirs, func() (string, bool) { return profileStamp(home) })
 }

@@ -54,7 +54,7 @@ func (c *accountCache) lookup(name string, resolve func(string) (*account, error
 // replaces them by a rename); fileStamps remembers it while /etc is
 // unchanged.
 func accountDBStamp() string {
-	return fileStamps.stamp("accounts", []string{"/etc"}, func() (string, bool) {
+	return fileStamps.stamp("accounts", []stampDir{{"/etc", []string{"passwd", "group"}}}, func() (string, bool) {
 		return stampFiles("/etc/passwd", "/etc/group")
 	})
 }
