@@ -1,11 +1,11 @@
 package agent
 
 import (
+	"encoding/binary"
 	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -142,20 +142,22 @@ func (w *dirWatch) drainLocked() (gen uint64, ok bool) {
 // depends on: a name watched for, anything in a directory watched whole,
 // a watched directory moved or removed, an unknown watch or lost events.
 func (w *dirWatch) matters(b []byte) bool {
+	// struct inotify_event: wd, mask, cookie, len, then len bytes of name
+	// padded with NULs; decoded field by field (b need not be aligned).
 	for len(b) >= unix.SizeofInotifyEvent {
-		ev := (*unix.InotifyEvent)(unsafe.Pointer(&b[0]))
-		end := unix.SizeofInotifyEvent + int(ev.Len)
+		wd, mask := int32(binary.NativeEndian.Uint32(b[0:4])), binary.NativeEndian.Uint32(b[4:8])
+		end := unix.SizeofInotifyEvent + int(binary.NativeEndian.Uint32(b[12:16]))
 		if end > len(b) {
 			return true
 		}
 		name := strings.TrimRight(string(b[unix.SizeofInotifyEvent:end]), "\x00")
 		b = b[end:]
-		in := w.wds[ev.Wd]
+		in := w.wds[wd]
 		switch {
-		case ev.Mask&(unix.IN_Q_OVERFLOW|unix.IN_IGNORED) != 0 || in == nil:
+		case mask&(unix.IN_Q_OVERFLOW|unix.IN_IGNORED) != 0 || in == nil:
 			return true
 		case name == "": // the directory itself: gone, or (watched whole) changed
-			if ev.Mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0 || in.all {
+			if mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0 || in.all {
 				return true
 			}
 		case in.all || in.names[name]:
