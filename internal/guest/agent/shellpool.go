@@ -193,8 +193,7 @@ func (sp *shellPool) idlePIDs() map[int]bool {
 	return pids
 }
 
-// refillAfter fills the pool refillAfterEnd after done is closed, or
-// once poolRefillDelay passed.
+// refillAfter fills the pool through afterEnd.
 func (sp *shellPool) refillAfter(done <-chan struct{}) {
 	if !sp.enabled() {
 		return
@@ -202,8 +201,8 @@ func (sp *shellPool) refillAfter(done <-chan struct{}) {
 	go afterEnd(done, sp.fill)
 }
 
-// afterEnd calls fill refillAfterEnd after done is closed, or after
-// poolRefillDelay if that is sooner.
+// afterEnd calls fill refillAfterEnd after done is closed, or at
+// poolRefillDelay if done is still open then.
 func afterEnd(done <-chan struct{}, fill func()) {
 	t := time.NewTimer(poolRefillDelay)
 	defer t.Stop()

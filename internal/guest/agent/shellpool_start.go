@@ -170,14 +170,23 @@ func spawnKey(s spawn) string {
 	return b.String()
 }
 
+// etcProfile and homeProfile are the names a bash login shell reads (and
+// Debian's ~/.profile tests for) in /etc and in the home, besides all of
+// /etc/profile.d and ~/.local/bin. profileFingerprint watches them and
+// profileStamp stats them: one list, so the two cannot drift apart.
+var (
+	etcProfile  = []string{"profile", "bash.bashrc", "profile.d"}
+	homeProfile = []string{".bash_profile", ".bash_login", ".profile", ".bashrc", "bin"}
+)
+
 // profileFingerprint names the state of the files a bash login shell reads
 // (and of the directories Debian's ~/.profile tests for), so a shell started
 // before one of them changed is not used. fileStamps remembers it until
-// something in their directories changes.
+// one of those names changes.
 func profileFingerprint(home string) string {
-	dirs := []stampDir{{"/etc", []string{"profile", "bash.bashrc", "profile.d"}}, {"/etc/profile.d", nil}}
+	dirs := []stampDir{{"/etc", etcProfile}, {"/etc/profile.d", nil}}
 	if home != "" {
-		dirs = append(dirs, stampDir{home, []string{".bash_profile", ".bash_login", ".profile", ".bashrc", "bin", ".local"}},
+		dirs = append(dirs, stampDir{home, append(slices.Clip(homeProfile), ".local")},
 			stampDir{filepath.Join(home, ".local"), []string{"bin"}})
 	}
 	return fileStamps.stamp("profile\x00"+home, dirs, func() (string, bool) { return profileStamp(home) })
@@ -185,14 +194,17 @@ func profileFingerprint(home string) string {
 
 // profileStamp is profileFingerprint read from the files.
 func profileStamp(home string) (string, bool) {
-	paths := []string{"/etc/profile", "/etc/bash.bashrc", "/etc/profile.d"}
+	var paths []string
+	for _, n := range etcProfile {
+		paths = append(paths, filepath.Join("/etc", n))
+	}
 	if d, err := os.ReadDir("/etc/profile.d"); err == nil {
 		for _, e := range d {
 			paths = append(paths, filepath.Join("/etc/profile.d", e.Name()))
 		}
 	}
 	if home != "" {
-		for _, n := range []string{".bash_profile", ".bash_login", ".profile", ".bashrc", "bin", ".local/bin"} {
+		for _, n := range append(slices.Clip(homeProfile), ".local/bin") {
 			paths = append(paths, filepath.Join(home, n))
 		}
 	}
