@@ -99,6 +99,13 @@ func TestVolumeContentAPI(t *testing.T) {
 			t.Errorf("%s %s: %d %s, want %d", c.method, c.path, resp.StatusCode, data, c.want)
 		}
 	}
+	// The write past the limit left its partial file, as a full disk does:
+	// until it goes the volume is full, and whether a directory still fits
+	// depends on the filesystem's last free blocks (in 1 of 40 runs it did
+	// not).
+	if resp, data := e.contentCall("DELETE", base+"/path?path=/big", v.Token, nil); resp.StatusCode/100 != 2 {
+		t.Errorf("remove the partial /big: %d %s", resp.StatusCode, data)
+	}
 	resp, _ = e.contentCall("POST", base+"/dir?path=/x/y&force=true", v.Token, nil)
 	if resp.StatusCode/100 != 2 {
 		t.Errorf("makeDir force: %d", resp.StatusCode)
