@@ -36,6 +36,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 	poolRecent, _ := f.GetInt("pool-recent")
 	standby, _ := f.GetInt("standby")
 	onDemand, _ := f.GetBool("restore-on-demand")
+	holdGC, _ := f.GetBool("restore-hold-gc")
 	cloneConc, _ := f.GetInt("clone-concurrency")
 	maxSandboxes, _ := f.GetInt("max-sandboxes")
 	hugePages, _ := f.GetBool("host-hugepages")
@@ -62,7 +63,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		Domain: str("domain"), RunscPath: str("runsc"), AgentPath: str("agent"),
 		TLSListen: str("tls-listen"), TLSCert: str("tls-cert"), TLSKey: str("tls-key"),
 		SweepInterval: sweep, DefaultTimeout: timeout, NetworkIndex: netIndex, PoolSize: poolSize, PoolRecent: poolRecent, CommandPool: commandPool, NoMemoryWake: !memoryWake, CodePrewarmJS: prewarmJS, AppHugePages: appHuge, SystrapFastPath: fastPath, Standby: standby, CloneConcurrency: cloneConc,
-		MaxSandboxes: maxSandboxes, EagerRestore: !onDemand,
+		MaxSandboxes: maxSandboxes, EagerRestore: !onDemand, CollectDuringRestore: !holdGC,
 		HostHugePages: hugePages, Egress: eg, RegistryMirrors: mirrors, InsecureRegistries: insecure, TemplateReadyTimeout: readyTimeout,
 		OCIBlobCacheMB: blobCache, VolumeSizeMB: volumeSize,
 		Limits: sandbox.Limits{MaxCPUs: maxCPUs, MaxMemoryMB: maxMem, MaxDiskMB: maxDisk},

@@ -76,6 +76,10 @@ type Options struct {
 	// EagerRestore turns off on-demand page loading at restore
 	// (gvisor.Config.EagerRestore; serve --restore-on-demand=false).
 	EagerRestore bool
+	// CollectDuringRestore lets the sentry's garbage collector run during
+	// restores (gvisor.Config.CollectDuringRestore; serve
+	// --restore-hold-gc=false).
+	CollectDuringRestore bool
 	// HostHugePages lets Run change the host's transparent huge page
 	// settings so runsc uses huge pages (see package hostmm).
 	HostHugePages bool

@@ -39,12 +39,13 @@ func newRuntime(ctx context.Context, o Options, den *egress.Denials) (runtime.Ru
 		return nil, nil, err
 	}
 	rt, err := gvisor.New(ctx, gvisor.Config{
-		RunscPath:    o.RunscPath,
-		StateDir:     filepath.Join(o.DataDir, "runtime"),
-		Net:          nm,
-		Logger:       o.Logger,
-		Standby:      o.Standby,
-		EagerRestore: o.EagerRestore,
+		RunscPath:            o.RunscPath,
+		StateDir:             filepath.Join(o.DataDir, "runtime"),
+		Net:                  nm,
+		Logger:               o.Logger,
+		Standby:              o.Standby,
+		EagerRestore:         o.EagerRestore,
+		CollectDuringRestore: o.CollectDuringRestore,
 		// Nodes sharing images restore what others wrote, from their own
 		// image caches' paths.
 		PortableImages:  o.Database != "" && o.ObjectStore != "",

@@ -72,6 +72,11 @@ type Config struct {
 	// clones of a big sandbox hold N copies of its memory and a resume waits
 	// for the copy. A runsc without the flag restores eagerly anyway.
 	EagerRestore bool
+	// CollectDuringRestore lets the sentry's garbage collector run while a
+	// restore decodes the kernel's state, as unpatched runsc does, instead
+	// of holding it off (runsc --restore-hold-gc, patches/gvisor/0003). A
+	// runsc without the flag collects anyway.
+	CollectDuringRestore bool
 	// PortableImages lets an image restore where the paths of its root
 	// filesystem differ from where it was written (another node's image
 	// cache: a cluster sharing its images): runsc's check that the
@@ -90,8 +95,11 @@ type Runtime struct {
 	// onDemand: restores read memory pages when the sandbox touches them
 	// (runsc --restore-on-demand).
 	onDemand bool
-	bg       sync.WaitGroup // background removals of replaced containers
-	nextCPU  atomic.Uint64  // the host CPU pinCPUs gives next
+	// holdGC: restores hold the sentry's collector off (runsc
+	// --restore-hold-gc).
+	holdGC  bool
+	bg      sync.WaitGroup // background removals of replaced containers
+	nextCPU atomic.Uint64  // the host CPU pinCPUs gives next
 	// supervisors caches, by container id, the sandbox process Wait found
 	// (exits.go).
 	supervisors sync.Map
@@ -124,7 +132,8 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	r := &Runtime{cfg: cfg, log: cfg.Logger}
 	r.onDemand = !cfg.EagerRestore && r.runscRestoresOnDemand(ctx)
-	r.log.InfoContext(ctx, "gvisor restores", "on_demand", r.onDemand)
+	r.holdGC = !cfg.CollectDuringRestore && r.runscHoldsGC(ctx)
+	r.log.InfoContext(ctx, "gvisor restores", "on_demand", r.onDemand, "hold_gc", r.holdGC)
 	r.standby = newStandby(r, cfg.Standby)
 	for _, dir := range []string{r.runscRoot(), filepath.Join(cfg.StateDir, "sandboxes"), r.containersDir(), r.panicDir()} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {

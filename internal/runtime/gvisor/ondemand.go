@@ -26,13 +26,19 @@ const onDemandFlag = "--restore-on-demand"
 // onDemandFlag: an unpatched runsc refuses unknown flags, and then
 // restores copy eagerly as before.
 func (r *Runtime) runscRestoresOnDemand(ctx context.Context) bool {
+	return r.runscKnows(ctx, onDemandFlag,
+		"runsc cannot restore on demand (built without patches/gvisor?): every restore copies its whole image")
+}
+
+// runscKnows reports whether the runsc binary accepts global flag (one of
+// patches/gvisor's), logging warning when it does not.
+func (r *Runtime) runscKnows(ctx context.Context, flag, warning string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, r.cfg.RunscPath, onDemandFlag, "--version").CombinedOutput()
+	out, err := exec.CommandContext(ctx, r.cfg.RunscPath, flag, "--version").CombinedOutput()
 	if err != nil {
 		first, _, _ := strings.Cut(string(out), "\n")
-		r.log.WarnContext(ctx, "runsc cannot restore on demand (built without patches/gvisor?): every restore copies its whole image",
-			"runsc", r.cfg.RunscPath, "err", err, "output", first)
+		r.log.WarnContext(ctx, warning, "runsc", r.cfg.RunscPath, "flag", flag, "err", err, "output", first)
 		return false
 	}
 	return true

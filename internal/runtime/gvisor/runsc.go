@@ -62,6 +62,9 @@ func (r *Runtime) globalArgs() []string {
 	if r.onDemand {
 		args = append(args, onDemandFlag)
 	}
+	if r.holdGC {
+		args = append(args, holdGCFlag)
+	}
 	if !r.cfg.SystrapFastPath {
 		args = append(args, "--systrap-disable-fast-path")
 	}

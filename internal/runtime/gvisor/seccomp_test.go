@@ -16,6 +16,19 @@ import (
 // programs on start and on restore. A plain `go build` of runsc compiles
 // them at every start instead (0.1–0.3 s of CPU per sandbox, measured).
 func TestPrecompiledSeccomp(t *testing.T) {
+	logs := restoreWithDebugLogs(t)
+	loaded, missing := scanSeccompLogs(t, logs)
+	// Two sandboxes, each a sentry and a gofer.
+	if loaded < 4 || len(missing) > 0 {
+		t.Fatalf("runsc %s: %d filters loaded precompiled, compiled at run time: %q\n"+
+			"build runsc with scripts/build-runsc.sh (make build)", env.runsc, loaded, missing)
+	}
+}
+
+// restoreWithDebugLogs creates a sandbox and restores a clone of it, both
+// with runsc debug logs, and returns the logs' directory.
+func restoreWithDebugLogs(t *testing.T) string {
+	t.Helper()
 	setup(t)
 	ctx := context.Background()
 	r, err := newGvisor()
@@ -40,36 +53,35 @@ func TestPrecompiledSeccomp(t *testing.T) {
 	}
 	t.Cleanup(func() { r.Delete(ctx, clone.ID) })
 	waitAnswer(t, r, clone.ID)
-
-	loaded, missing := scanSeccompLogs(t, logs)
-	// Two sandboxes, each a sentry and a gofer.
-	if loaded < 4 || len(missing) > 0 {
-		t.Fatalf("runsc %s: %d filters loaded precompiled, compiled at run time: %q\n"+
-			"build runsc with scripts/build-runsc.sh (make build)", env.runsc, loaded, missing)
-	}
+	return logs
 }
 
-// scanSeccompLogs counts the precompiled filters runsc debug logs report,
-// and returns the lines of filters compiled at run time.
-func scanSeccompLogs(t *testing.T, dir string) (loaded int, missing []string) {
+// logLines returns the lines of the runsc debug logs in dir that contain
+// what.
+func logLines(t *testing.T, dir, what string) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no runsc debug logs in %s (%v)", dir, err)
 	}
+	var out []string
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, line := range strings.Split(string(b), "\n") {
-			switch {
-			case strings.Contains(line, "Loaded precompiled seccomp instructions"):
-				loaded++
-			case strings.Contains(line, "No precompiled program found"):
-				missing = append(missing, line)
+			if strings.Contains(line, what) {
+				out = append(out, line)
 			}
 		}
 	}
-	return loaded, missing
+	return out
+}
+
+// scanSeccompLogs counts the precompiled filters runsc debug logs report,
+// and returns the lines of filters compiled at run time.
+func scanSeccompLogs(t *testing.T, dir string) (loaded int, missing []string) {
+	t.Helper()
+	return len(logLines(t, dir, "Loaded precompiled seccomp instructions")), logLines(t, dir, "No precompiled program found")
 }
