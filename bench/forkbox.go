@@ -177,9 +177,11 @@ func (b *fbBench) benchEcho(ctx context.Context) {
 	for _, m := range []struct {
 		key  string
 		argv []string
-	}{{"echo.sdk", sdkEchoArgv}, {"echo.rtt", echoArgv}} {
+		gap  time.Duration
+	}{{"echo.sdk", sdkEchoArgv, 0}, {"echo.sdk.paced", sdkEchoArgv, 100 * time.Millisecond}, {"echo.rtt", echoArgv, 0}} {
 		var rtt samples
 		for i := range b.cfg.echoN + 3 {
+			time.Sleep(m.gap)
 			t0 := time.Now()
 			if _, err := echoWith(ctx, conn, m.argv); err != nil {
 				b.fail(err, m.key)

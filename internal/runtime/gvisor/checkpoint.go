@@ -75,9 +75,10 @@ func (r *Runtime) Restore(ctx context.Context, spec runtime.Spec, imageDir strin
 		return runtime.Info{}, err
 	}
 	if err := r.runDetached(ctx, r.cfg.Timeout, filepath.Join(bundle, "runsc.log"),
-		append(restoreFlags(imageDir), "restore", "--detach", "--bundle="+bundle, "--image-path="+imageDir, h.cid())...); err != nil {
+		append(restoreFlags(imageDir), "restore", "--detach", "--bundle="+bundle, "--pid-file="+pidFile(bundle), "--image-path="+imageDir, h.cid())...); err != nil {
 		return runtime.Info{}, err
 	}
+	r.noteSupervisor(h.cid(), bundle)
 	if err := r.raiseMemoryLimit(h.cid(), h.Resources); err != nil {
 		return runtime.Info{}, err
 	}

@@ -185,3 +185,54 @@ func TestStoppedBeforeWait(t *testing.T) {
 		t.Errorf("Wait of the stopped sandbox: %v, want a conflict", err)
 	}
 }
+
+// TestSupervisorFromPidFile checks that a create, a restore and a restore
+// into a standby container each leave their sandbox process's pid for Wait
+// (from runsc's --pid-file), the one `runsc state` reports, so that the
+// first Wait starts no runsc.
+func TestSupervisorFromPidFile(t *testing.T) {
+	setup(t)
+	ctx := context.Background()
+	r := newStandbyRuntime(t, 1)
+	spec := testSpec(runtimetest.NewID(), false)
+	if _, err := r.Create(ctx, spec); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	t.Cleanup(func() { r.Delete(ctx, spec.ID) })
+	waitAnswer(t, r, spec.ID)
+	checkSupervisorNoted(t, r, spec.ID)
+	img := t.TempDir()
+	if err := r.Checkpoint(ctx, spec.ID, img, runtime.CheckpointOptions{LeaveRunning: true}); err != nil {
+		t.Fatalf("Checkpoint: %v", err)
+	}
+	fresh := restoreAnswering(t, r, img) // no standby of this shape yet
+	checkSupervisorNoted(t, r, fresh)
+	waitStandby(t, r, 1)
+	adopted := restoreAnswering(t, r, img)
+	h, err := r.loadHandle(adopted)
+	if err != nil || h.cid() == adopted {
+		t.Fatalf("the second restore did not go to a standby container (handle %+v, %v)", h, err)
+	}
+	checkSupervisorNoted(t, r, adopted)
+}
+
+// checkSupervisorNoted checks that r holds sandbox id's process for Wait,
+// and that it is the one runsc reports.
+func checkSupervisorNoted(t *testing.T, r *Runtime, id string) {
+	t.Helper()
+	h, err := r.loadHandle(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, ok := r.supervisors.Load(h.cid())
+	if !ok {
+		t.Fatalf("sandbox %s: no sandbox process noted after its create or restore", id)
+	}
+	st, err := r.runscState(context.Background(), h.cid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := v.(supervisor).pid; got != st.Pid {
+		t.Fatalf("sandbox %s: noted pid %d, runsc state says %d", id, got, st.Pid)
+	}
+}

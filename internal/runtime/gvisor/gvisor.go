@@ -242,9 +242,10 @@ func (r *Runtime) create(ctx context.Context, spec runtime.Spec, tweak func(bund
 	}
 	cl.Add("runsc delete", func(ctx context.Context) error { r.destroy(ctx, spec.ID); return nil })
 	if err := r.runDetached(ctx, r.cfg.Timeout, filepath.Join(dir, "runsc.log"),
-		append(flags, "create", "--bundle="+dir, spec.ID)...); err != nil {
+		append(flags, "create", "--bundle="+dir, "--pid-file="+pidFile(dir), spec.ID)...); err != nil {
 		return runtime.Info{}, err
 	}
+	r.noteSupervisor(spec.ID, dir)
 	if err := r.raiseMemoryLimit(spec.ID, h.Resources); err != nil {
 		return runtime.Info{}, err
 	}

@@ -293,7 +293,7 @@ func (s *standby) create(ctx context.Context, spec runtime.Spec, cid string) (bo
 		return box, err
 	}
 	if err := r.runDetached(ctx, r.cfg.Timeout, filepath.Join(box.dir, "runsc.log"),
-		"create", "--bundle="+box.dir, box.cid); err != nil {
+		"create", "--bundle="+box.dir, "--pid-file="+pidFile(box.dir), box.cid); err != nil {
 		return box, err
 	}
 	// Raised now, so a restore into the box has the headroom from its start.
