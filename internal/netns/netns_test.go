@@ -40,11 +40,21 @@ func writeFile(t *testing.T, path, data string) {
 }
 
 // newTestManager returns a manager whose networks and table are removed when
-// the test ends, whatever happens.
+// the test ends, whatever happens. Networks an earlier run left (one killed
+// before its cleanup) go first: New adopts what it finds under the test's
+// prefix, as after a daemon restart, and the test's own names would then
+// already exist.
 func newTestManager(t *testing.T) *Manager {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatalf("netns tests need root")
+	}
+	stale, err := New(context.Background(), testConfig(t))
+	if err != nil {
+		t.Fatalf("New (clearing an earlier run's networks): %v", err)
+	}
+	if err := stale.Close(context.Background()); err != nil {
+		t.Fatalf("clear an earlier run's networks: %v", err)
 	}
 	m, err := New(context.Background(), testConfig(t))
 	if err != nil {
