@@ -29,6 +29,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 	netIndex, _ := f.GetInt("network-index")
 	poolSize, _ := f.GetInt("pool-size")
 	commandPool, _ := f.GetInt("command-pool")
+	agentSlots, _ := f.GetInt("agent-request-slots")
 	memoryWake, _ := f.GetBool("memory-wake")
 	prewarmJS, _ := f.GetBool("code-prewarm-js")
 	appHuge, _ := f.GetBool("app-huge-pages")
@@ -62,7 +63,7 @@ func serve(cmd *cobra.Command, _ []string) error {
 		Listen: str("listen"), DataDir: str("data-dir"), TemplateDir: str("template-dir"),
 		Domain: str("domain"), RunscPath: str("runsc"), AgentPath: str("agent"),
 		TLSListen: str("tls-listen"), TLSCert: str("tls-cert"), TLSKey: str("tls-key"),
-		SweepInterval: sweep, DefaultTimeout: timeout, NetworkIndex: netIndex, PoolSize: poolSize, PoolRecent: poolRecent, CommandPool: commandPool, NoMemoryWake: !memoryWake, CodePrewarmJS: prewarmJS, AppHugePages: appHuge, SystrapFastPath: fastPath, Standby: standby, CloneConcurrency: cloneConc,
+		SweepInterval: sweep, DefaultTimeout: timeout, NetworkIndex: netIndex, PoolSize: poolSize, PoolRecent: poolRecent, CommandPool: commandPool, AgentRequestSlots: agentSlots, NoMemoryWake: !memoryWake, CodePrewarmJS: prewarmJS, AppHugePages: appHuge, SystrapFastPath: fastPath, Standby: standby, CloneConcurrency: cloneConc,
 		MaxSandboxes: maxSandboxes, EagerRestore: !onDemand, CollectDuringRestore: !holdGC,
 		HostHugePages: hugePages, Egress: eg, RegistryMirrors: mirrors, InsecureRegistries: insecure, TemplateReadyTimeout: readyTimeout,
 		OCIBlobCacheMB: blobCache, VolumeSizeMB: volumeSize,

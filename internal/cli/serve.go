@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -95,11 +96,13 @@ func objectStoreFlags(f *pflag.FlagSet) {
 	f.String("image-cache-size", "20GiB", "size limit of the local image cache with --object-store (bytes, or with a unit: 512MiB, 20GiB, 1TB); the least recently opened images go first")
 }
 
-// memoryFlags are serve's flags trading sandboxes' host memory against
-// speed (README "Idle memory and create latency", "Restores on demand").
+// memoryFlags are serve's flags trading sandboxes' host memory (or CPU)
+// against speed (README "Idle memory and create latency", "Restores on demand").
 func memoryFlags(f *pflag.FlagSet) {
 	f.Bool("host-hugepages", true, "set the host's transparent huge page settings so gVisor backs sandbox memory with huge pages "+
 		"(shmem_enabled never→advise, defrag madvise→defer): restores of big sandboxes ~2× faster, ~7 MiB more per idle sandbox")
+	f.Int("agent-request-slots", runtime.NumCPU(), "data-plane requests to sandboxes' agents (commands, files, watches) let in at once; "+
+		"the rest wait their turn in arrival order, and a burst to many sandboxes ends sooner than with all of them sharing the CPUs (0: no limit)")
 	f.Int("command-pool", 1, "login shells each sandbox's agent keeps started ahead of time for commands.run (`bash -l -c`), so a command does not wait for one (0: off)")
 	f.Bool("restore-on-demand", true, restoreOnDemandHelp)
 	f.Bool("restore-hold-gc", true, "hold each restoring sandbox's garbage collector (gVisor's sentry) off while it decodes the sandbox's state, "+

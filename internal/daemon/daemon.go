@@ -50,6 +50,9 @@ type Options struct {
 	// CommandPool is how many login shells each sandbox's agent keeps
 	// ready for commands.run (0: the command pool is off).
 	CommandPool int
+	// AgentRequestSlots is how many data-plane requests to agents enter
+	// sandboxes at once, the rest waiting in order (0: all at once).
+	AgentRequestSlots int
 	// NoMemoryWake turns off the host's memory watch that wakes each
 	// sandbox's out-of-memory guard (the guard then polls at its own pace).
 	NoMemoryWake bool
@@ -252,7 +255,8 @@ func newManager(ctx context.Context, o Options, rt runtime.Runtime, st *store.St
 		SharedImages:     o.Database != "" && o.ObjectStore != "",
 		CloneConcurrency: o.CloneConcurrency, NetworkOpened: o.Egress.Open,
 		CheckNetwork: checkNetwork, EgressCA: o.Egress.caPEM, CommandPool: o.CommandPool, NoMemoryWake: o.NoMemoryWake,
-		FreeMemoryMiB: func() int64 { free, _ := hostmm.MemInfoMiB("MemAvailable"); return free },
+		AgentRequestSlots: o.AgentRequestSlots,
+		FreeMemoryMiB:     func() int64 { free, _ := hostmm.MemInfoMiB("MemAvailable"); return free },
 	})
 	if err != nil {
 		return nil, err

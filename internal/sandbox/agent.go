@@ -22,8 +22,15 @@ import (
 // http://<sandboxID>:<port>/path reaches that port inside the sandbox
 // through Manager.Dial (so a paused auto-resume sandbox wakes up, and one
 // that is not running is refused), whatever the backend's network looks
-// like. Connections are pooled per sandbox and port.
-func (m *Manager) Transport() http.RoundTripper { return newTransport(m.Dial, true) }
+// like. Connections are pooled per sandbox and port. Requests to the agent's
+// port pass the agent gate (gate.go) when the Manager has one.
+func (m *Manager) Transport() http.RoundTripper {
+	rt := newTransport(m.Dial, true)
+	if m.gate == nil {
+		return rt
+	}
+	return &gatedTransport{rt: rt, gate: m.gate, port: strconv.Itoa(m.cfg.AgentPort)}
+}
 
 // DataPlaneHost is the host:port to put in a Transport request for port of
 // sandbox id. It names the sandbox's current incarnation: after a resume or

@@ -122,6 +122,9 @@ type Config struct {
 	// CommandPool goes to every agent at /init: how many login shells it
 	// keeps ready for commands.run (0: none).
 	CommandPool int
+	// AgentRequestSlots is how many data-plane requests to agents are let
+	// into sandboxes at once; the rest wait in order (gate.go; 0: no gate).
+	AgentRequestSlots int
 	// NoMemoryWake turns off the memory watch (memwake.go): each agent's
 	// out-of-memory guard then paces its own looks.
 	NoMemoryWake bool
@@ -151,6 +154,8 @@ type Manager struct {
 
 	// agentHTTP reaches agents through the runtime (see agentTransport).
 	agentHTTP *http.Client
+	// gate admits the data plane's requests to agents (nil: no gate).
+	gate *agentGate
 
 	mu sync.Mutex
 	// boxes holds every sandbox not yet killed. mu guards the map and every
@@ -259,6 +264,9 @@ func New(cfg Config) (*Manager, error) {
 		evictSem:       make(chan struct{}, maxConcurrentEvictions),
 	}
 	m.agentHTTP = &http.Client{Transport: newTransport(m.rt.Dial, false)}
+	if cfg.AgentRequestSlots > 0 {
+		m.gate = newAgentGate(cfg.AgentRequestSlots)
+	}
 	return m, nil
 }
 

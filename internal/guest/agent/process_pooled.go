@@ -9,14 +9,15 @@ import (
 
 // startPooled runs req through a pooled shell when one matches, else
 // starts sp fresh. Either way a poolable request makes the pool refill
-// (after done is closed or a short delay).
-func (a *Agent) startPooled(p *managedProc, req *pb.StartRequest, acct *account, sp spawn, timeout time.Duration, done <-chan struct{}) error {
+// (after done is closed or a short delay, and not before busy, the
+// daemon's hint that the host serves other sandboxes that long, has passed).
+func (a *Agent) startPooled(p *managedProc, req *pb.StartRequest, acct *account, sp spawn, timeout, busy time.Duration, done <-chan struct{}) error {
 	defer a.onStarted()
 	cmd, ok := poolable(req)
 	if !ok || !a.shells.enabled() {
 		return p.start(a.reaper, sp, timeout)
 	}
-	defer a.shells.refillAfter(done)
+	defer a.shells.refillAfter(done, busy)
 	if sh := a.shells.take(req, acct, sp); sh != nil {
 		err := p.adopt(sh, cmd, sp.stdin, timeout)
 		if err == nil {

@@ -46,7 +46,7 @@ func (s *processService) Start(ctx context.Context, req *connect.Request[pb.Star
 	// Subscribe before starting so not a byte of early output is missed.
 	sub := p.events.subscribe()
 	defer sub.unsubscribe()
-	if err := s.a.startPooled(p, req.Msg, acct, sp, requestTimeout(req.Header()), done); err != nil {
+	if err := s.a.startPooled(p, req.Msg, acct, sp, requestTimeout(req.Header()), hostBusy(req.Header()), done); err != nil {
 		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("start %q: %w", req.Msg.GetProcess().GetCmd(), err))
 	}
 	s.a.log.Debug("process started", "pid", p.pid, "cmd", sp.cmd.Path, "user", acct.Name)
@@ -112,15 +112,32 @@ func keepaliveInterval(h http.Header) time.Duration {
 	return time.Duration(secs) * time.Second
 }
 
+// hostBusy reads the daemon's Forkbox-Host-Busy-Ms (its sandbox package's
+// HostBusyHeader): the host is busy that long with requests to other
+// sandboxes let in after this one. Bounded, so a wrong value cannot keep
+// the pool empty for long.
+func hostBusy(h http.Header) time.Duration {
+	return time.Duration(min(headerMillis(h, "Forkbox-Host-Busy-Ms"), maxHostBusyMs)) * time.Millisecond
+}
+
+// maxHostBusyMs bounds hostBusy: the daemon sends at most 10 s.
+const maxHostBusyMs = 10_000
+
 // requestTimeout reads Connect-Timeout-Ms: envd kills a started process
 // when the client's timeout for its Start call runs out, and clients rely on
 // that (timeoutMs: 0 keeps a process alive indefinitely).
 func requestTimeout(h http.Header) time.Duration {
-	ms, err := strconv.ParseInt(h.Get("Connect-Timeout-Ms"), 10, 64)
+	return time.Duration(headerMillis(h, "Connect-Timeout-Ms")) * time.Millisecond
+}
+
+// headerMillis reads header name as a positive count of milliseconds; 0
+// when it is absent or not one.
+func headerMillis(h http.Header, name string) int64 {
+	ms, err := strconv.ParseInt(h.Get(name), 10, 64)
 	if err != nil || ms <= 0 {
 		return 0
 	}
-	return time.Duration(ms) * time.Millisecond
+	return ms
 }
 
 // List returns the running processes.

@@ -194,22 +194,28 @@ func (sp *shellPool) idlePIDs() map[int]bool {
 }
 
 // refillAfter fills the pool through afterEnd.
-func (sp *shellPool) refillAfter(done <-chan struct{}) {
+func (sp *shellPool) refillAfter(done <-chan struct{}, busy time.Duration) {
 	if !sp.enabled() {
 		return
 	}
-	go afterEnd(done, sp.fill)
+	go afterEnd(done, busy, sp.fill)
 }
 
 // afterEnd calls fill refillAfterEnd after done is closed, or at
-// poolRefillDelay if done is still open then.
-func afterEnd(done <-chan struct{}, fill func()) {
+// poolRefillDelay if done is still open then, but not before busy has
+// passed: the host said (hostBusy) it stays busy with other sandboxes'
+// requests that long, and a login shell's start would compete with them.
+func afterEnd(done <-chan struct{}, busy time.Duration, fill func()) {
+	start := time.Now()
 	t := time.NewTimer(poolRefillDelay)
 	defer t.Stop()
 	select {
 	case <-done:
 		time.Sleep(refillAfterEnd)
 	case <-t.C:
+	}
+	if wait := busy - time.Since(start); wait > 0 {
+		time.Sleep(wait)
 	}
 	fill()
 }

@@ -212,3 +212,25 @@ func TestCommandPoolKeepsItsConfiguration(t *testing.T) {
 		t.Fatalf("stdout %q, want e", res.stdout)
 	}
 }
+
+// TestCommandPoolWaitsForBusyHost: a command whose request carries the
+// daemon's busy hint (the host has other sandboxes' requests to serve)
+// refills the pool only once the hint's time has passed, not right after
+// the command as otherwise.
+func TestCommandPoolWaitsForBusyHost(t *testing.T) {
+	pp := newPooledPair(t)
+	pp.warm(t)
+	const busy = 1500 * time.Millisecond
+	req := connect.NewRequest(loginShell("true"))
+	req.Header().Set("Forkbox-Host-Busy-Ms", fmt.Sprint(busy.Milliseconds()))
+	start := time.Now()
+	pp.pooled.runProcess(t, req)
+	time.Sleep(700 * time.Millisecond) // a refill takes ~10 ms + a shell's start
+	if n := agent.CommandPoolIdle(pp.pooled.agent); n != 0 {
+		t.Fatalf("the pool refilled %v after a command the host said it was busy %v for", time.Since(start), busy)
+	}
+	waitFor(t, func() bool { return agent.CommandPoolIdle(pp.pooled.agent) > 0 })
+	if took := time.Since(start); took < busy {
+		t.Fatalf("refilled after %v, before the hint's %v", took, busy)
+	}
+}
