@@ -31,6 +31,7 @@ import (
 type config struct {
 	bin, templateDir, out string
 	n, echoN, cloneReps   int
+	burstN                int // live sandboxes of the burst section
 	only                  map[string]bool
 	keep, shareTemplate   bool
 	hugePages             bool
@@ -71,6 +72,7 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.n, "n", 15, "iterations per measurement")
 	flag.IntVar(&c.echoN, "echo-n", 50, "echo round trips")
 	flag.IntVar(&c.cloneReps, "clone-reps", 3, "rounds per clone count")
+	flag.IntVar(&c.burstN, "burst-n", 100, "live sandboxes that get one command each at once (burst section)")
 	flag.IntVar(&c.netIndex, "network-index", networkIndex, "the bench daemon's network index (serve --network-index); another run beside this one needs another")
 	flag.StringVar(&c.rawFlags, "raw-flags", "", "more global runsc flags for the raw side, space-separated (e.g. --restore-on-demand, the floor of forkbox's default)")
 	flag.IntVar(&c.rawSlot0, "raw-slot", 1, "first raw runsc namespace slot (fbbench-N, 10.250.N.0/24); another run beside this one needs another")
@@ -85,7 +87,7 @@ func parseFlags() (config, error) {
 	if (c.prevBin == "") != (c.prevTemplateDir == "") {
 		return c, fmt.Errorf("-prev-bin and -prev-template-dir go together")
 	}
-	if c.n < 1 || c.echoN < 1 || c.cloneReps < 1 {
+	if c.n < 1 || c.echoN < 1 || c.cloneReps < 1 || c.burstN < 1 {
 		return c, fmt.Errorf("-n, -echo-n and -clone-reps must be positive")
 	}
 	c.only = map[string]bool{}
@@ -229,6 +231,9 @@ func runForkbox(ctx context.Context, cfg config, res *Results, tmp string) error
 	}
 	if cfg.want("dataframe") {
 		steps = append(steps, step{"dataframe", fb.benchDataFrame})
+	}
+	if cfg.want("burst") {
+		steps = append(steps, step{"burst", fb.benchBurst})
 	}
 	for _, s := range steps {
 		if ctx.Err() != nil {

@@ -27,6 +27,19 @@ var sections = []sectionDef{
 			{"echo.rtt", "`/bin/echo hi` round trip (argv form)", "ms", nil},
 			{"echo.stat", "proxy + agent RPC without a process: `Stat(\"/\")`", "ms", nil},
 		}},
+	{name: "burst", title: "One command in each of many sandboxes at once",
+		intro: "forkbox only (daemon defaults: the agent gate lets as many requests to agents in at once as the host has CPUs). " +
+			"`-burst-n` (100) live base sandboxes, each created, given one `commands.run(\"echo hi\")` (`bash -l -c`) and left idle " +
+			"3 s, then one more `commands.run(\"echo hi\")` sent to every one of them at the same moment from as many goroutines: " +
+			"each call's latency from that common start until it returned with `hi`. One round (the p90 column of the first row " +
+			"is its p90; the p99 has a row of its own). Host CPU: every process's busy time in `/proc/stat` from the start until the " +
+			"last call returned, divided by the calls. Run after every other section, on the same daemon.",
+		rows: []rowDef{
+			{"burst.each", "each call, from the common start", "ms", atMost(1000, "p50 ≤ 1 s (issue 22)")},
+			{"burst.p99", "  p99 of the calls", "ms", atMost(2000, "p99 ≤ 2 s (issue 22)")},
+			{"burst.all", "  until the last returned", "ms", nil},
+			{"burst.cpu", "host CPU per call in the burst", "ms", nil},
+		}},
 	{name: "memory", title: "Idle sandbox memory",
 		intro: "5 sandboxes idle at the same time, each measured 2 s after the last was created (forkbox: after a first echo); " +
 			"PSS splits shared pages (runsc text, rootfs files such as the agent binary) among the sandboxes mapping them, so a " +

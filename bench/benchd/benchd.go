@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -214,3 +215,21 @@ func BusyCPU() time.Duration {
 
 // userHZ is the unit of /proc/stat's times (USER_HZ, 100 on Linux).
 const userHZ = 100
+
+// AtOnce runs f(0) … f(n-1) in n goroutines started together and returns
+// each call's latency in ms from that common start, the time until the last
+// returned, and the calls' errors joined.
+func AtOnce(n int, f func(i int) error) ([]float64, time.Duration, error) {
+	lat := make([]float64, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for i := range n {
+		wg.Go(func() {
+			errs[i] = f(i)
+			lat[i] = MS(time.Since(t0))
+		})
+	}
+	wg.Wait()
+	return lat, time.Since(t0), errors.Join(errs...)
+}

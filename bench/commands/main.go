@@ -12,7 +12,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -220,18 +219,8 @@ func meanMemUsed(ctx context.Context, cl *client.Client, ids []string) (float64,
 }
 
 func concurrent(ctx context.Context, conns []*client.SandboxConn) ([]float64, float64, error) {
-	ms := make([]float64, len(conns))
-	errs := make([]error, len(conns))
-	var wg sync.WaitGroup
-	t0 := time.Now()
-	for i, conn := range conns {
-		wg.Go(func() {
-			errs[i] = echo(ctx, conn)
-			ms[i] = benchd.MS(time.Since(t0))
-		})
-	}
-	wg.Wait()
-	return ms, benchd.MS(time.Since(t0)), errors.Join(errs...)
+	lat, wall, err := benchd.AtOnce(len(conns), func(i int) error { return echo(ctx, conns[i]) })
+	return lat, benchd.MS(wall), err
 }
 
 func report(c config, r results) {
