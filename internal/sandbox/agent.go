@@ -25,11 +25,7 @@ import (
 // like. Connections are pooled per sandbox and port. Requests to the agent's
 // port pass the agent gate (gate.go) when the Manager has one.
 func (m *Manager) Transport() http.RoundTripper {
-	rt := newTransport(m.Dial, true)
-	if m.gate == nil {
-		return rt
-	}
-	return &gatedTransport{rt: rt, gate: m.gate, port: strconv.Itoa(m.cfg.AgentPort)}
+	return &gatedTransport{rt: newTransport(m.Dial, true), gate: m.gate, port: strconv.Itoa(m.cfg.AgentPort)}
 }
 
 // DataPlaneHost is the host:port to put in a Transport request for port of

@@ -98,10 +98,12 @@ func (g *agentGate) busyFor(backlog int64) time.Duration {
 // minSlotTime is the least busyFor assumes one request holds a slot.
 const minSlotTime = 10 * time.Millisecond
 
-// gatedTransport sends requests to port (the agents') through gate.
+// gatedTransport sends requests to port (the agents') through gate. With
+// no gate it only drops a client's own busy hint, which an agent would
+// otherwise take as the host's word and put its refill off by.
 type gatedTransport struct {
 	rt   http.RoundTripper
-	gate *agentGate
+	gate *agentGate // nil: the gate is off
 	port string
 }
 
@@ -109,6 +111,9 @@ type gatedTransport struct {
 func (t *gatedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Port() != t.port {
 		return t.rt.RoundTrip(req)
+	}
+	if t.gate == nil {
+		return t.rt.RoundTrip(withBusyHint(req, 0))
 	}
 	backlog, err := t.gate.enter(req.Context())
 	if err != nil {

@@ -186,6 +186,26 @@ func TestAgentGateOtherPorts(t *testing.T) {
 	})
 }
 
+// TestAgentGateOffDropsHint: with the gate off, requests go straight
+// through, but a client's own busy hint still never reaches an agent (it
+// would put the agent's refill off by up to 10 s); other ports keep it.
+func TestAgentGateOffDropsHint(t *testing.T) {
+	stub := newAgentStub()
+	rt := &gatedTransport{rt: stub, port: strconv.Itoa(DefaultAgentPort)}
+	if err := <-send(t.Context(), rt, DefaultAgentPort, "/cmd", "9000"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-send(t.Context(), rt, 8080, "/app", "7"); err != nil {
+		t.Fatal(err)
+	}
+	if h := stub.hints["/cmd"]; h != "" {
+		t.Errorf("a client's hint reached the agent with the gate off: %q", h)
+	}
+	if h := stub.hints["/app"]; h != "7" {
+		t.Errorf("a user port's request lost its header: %q", h)
+	}
+}
+
 // TestAgentReadsHostBusyHeader: the agent (the wire's other side, which
 // does not import this package) reads the header by this name.
 func TestAgentReadsHostBusyHeader(t *testing.T) {
