@@ -114,17 +114,22 @@ var (
 	descSandboxes = prometheus.NewDesc("forkbox_sandboxes", "Live sandboxes by lifecycle state.", []string{"state"}, nil)
 	descCommitted = prometheus.NewDesc("forkbox_committed_memory_bytes",
 		"Memory limits of the sandboxes counted against --max-sandboxes: host memory committed to them.", nil, nil)
-	descMax      = prometheus.NewDesc("forkbox_max_sandboxes", "The concurrent-sandbox limit (--max-sandboxes).", nil, nil)
-	descPool     = prometheus.NewDesc("forkbox_pool_sandboxes", "Sandboxes restored ahead of time, by template.", []string{"template"}, nil)
-	descStandby  = prometheus.NewDesc("forkbox_standby_containers", "runsc containers created ahead for restores, ready now.", nil, nil)
-	descStandbyT = prometheus.NewDesc("forkbox_standby_target", "Standby containers kept per sandbox shape (--standby).", nil, nil)
-	sandboxState = []sandbox.State{sandbox.StateCreating, sandbox.StateRunning, sandbox.StatePausing, sandbox.StatePaused,
+	descMax          = prometheus.NewDesc("forkbox_max_sandboxes", "The concurrent-sandbox limit (--max-sandboxes).", nil, nil)
+	descPool         = prometheus.NewDesc("forkbox_pool_sandboxes", "Sandboxes restored ahead of time, by template.", []string{"template"}, nil)
+	descStandby      = prometheus.NewDesc("forkbox_standby_containers", "runsc containers created ahead for restores, ready now.", nil, nil)
+	descStandbyT     = prometheus.NewDesc("forkbox_standby_target", "Standby containers kept per sandbox shape (--standby).", nil, nil)
+	descGateSlots    = prometheus.NewDesc("forkbox_agent_gate_slots", "Requests to agents let into sandboxes at once (--agent-request-slots; 0: no gate).", nil, nil)
+	descGateWaiting  = prometheus.NewDesc("forkbox_agent_gate_waiting", "Requests to agents waiting for a slot now.", nil, nil)
+	descGateAdmitted = prometheus.NewDesc("forkbox_agent_gate_requests_total", "Requests to agents let through the gate.", nil, nil)
+	descGateWaited   = prometheus.NewDesc("forkbox_agent_gate_wait_seconds_total", "Time requests to agents waited for a slot, summed.", nil, nil)
+	sandboxState     = []sandbox.State{sandbox.StateCreating, sandbox.StateRunning, sandbox.StatePausing, sandbox.StatePaused,
 		sandbox.StateResuming, sandbox.StateSnapshotting, sandbox.StateKilling}
 )
 
 // Describe implements prometheus.Collector.
 func (c *countsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSandboxes, descCommitted, descMax, descPool, descStandby, descStandbyT} {
+	for _, d := range []*prometheus.Desc{descSandboxes, descCommitted, descMax, descPool, descStandby, descStandbyT,
+		descGateSlots, descGateWaiting, descGateAdmitted, descGateWaited} {
 		ch <- d
 	}
 }
@@ -143,9 +148,18 @@ func (c *countsCollector) Collect(ch chan<- prometheus.Metric) {
 	for tpl, n := range counts.Pool {
 		ch <- prometheus.MustNewConstMetric(descPool, prometheus.GaugeValue, float64(n), tpl)
 	}
+	collectGate(ch, counts.Gate)
 	if c.standby != nil {
 		ready, target := c.standby()
 		ch <- prometheus.MustNewConstMetric(descStandby, prometheus.GaugeValue, float64(ready))
 		ch <- prometheus.MustNewConstMetric(descStandbyT, prometheus.GaugeValue, float64(target))
 	}
+}
+
+// collectGate sends the agent gate's series.
+func collectGate(ch chan<- prometheus.Metric, g sandbox.GateCounts) {
+	ch <- prometheus.MustNewConstMetric(descGateSlots, prometheus.GaugeValue, float64(g.Slots))
+	ch <- prometheus.MustNewConstMetric(descGateWaiting, prometheus.GaugeValue, float64(g.Waiting))
+	ch <- prometheus.MustNewConstMetric(descGateAdmitted, prometheus.CounterValue, float64(g.Admitted))
+	ch <- prometheus.MustNewConstMetric(descGateWaited, prometheus.CounterValue, g.Waited.Seconds())
 }

@@ -45,6 +45,30 @@ type agentGate struct {
 	// held is a moving average (ns) of how long a request kept its slot:
 	// the hint's estimate of how fast the queue drains.
 	held atomic.Int64
+	// admitted and waited (ns) count every request let in and the time
+	// they waited, for the metrics.
+	admitted, waited atomic.Int64
+}
+
+// GateCounts is the agent gate's state for the metrics.
+type GateCounts struct {
+	// Slots is the gate's size (0: no gate).
+	Slots int
+	// Waiting counts requests waiting for a slot now.
+	Waiting int64
+	// Admitted counts requests let in since the daemon started.
+	Admitted int64
+	// Waited sums the time they waited.
+	Waited time.Duration
+}
+
+// counts reads g's counts (the zero GateCounts for no gate).
+func (g *agentGate) counts() GateCounts {
+	if g == nil {
+		return GateCounts{}
+	}
+	return GateCounts{Slots: cap(g.slots), Waiting: g.waiting.Load(),
+		Admitted: g.admitted.Load(), Waited: time.Duration(g.waited.Load())}
 }
 
 func newAgentGate(n int) *agentGate {
@@ -55,13 +79,17 @@ func newAgentGate(n int) *agentGate {
 func (g *agentGate) enter(ctx context.Context) (int64, error) {
 	select {
 	case g.slots <- struct{}{}:
+		g.admitted.Add(1)
 		return 0, nil // no queue: a free slot means nobody waits
 	default:
 	}
 	g.waiting.Add(1)
 	defer g.waiting.Add(-1)
+	start := time.Now()
 	select {
 	case g.slots <- struct{}{}:
+		g.admitted.Add(1)
+		g.waited.Add(int64(time.Since(start)))
 		return g.waiting.Load() - 1, nil
 	case <-ctx.Done():
 		return 0, ctx.Err()

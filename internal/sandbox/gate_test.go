@@ -144,6 +144,34 @@ func TestAgentGateHold(t *testing.T) {
 	})
 }
 
+// TestAgentGateCounts: the metrics' counts see a request waiting, then
+// both let in and the time the second waited; no gate counts nothing.
+func TestAgentGateCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, rt, release, a := holdingSlot(t)
+		next := send(t.Context(), rt, DefaultAgentPort, "/next", "")
+		synctest.Wait()
+		if c := rt.gate.counts(); c.Waiting != 1 || c.Admitted != 1 || c.Slots != 1 {
+			t.Errorf("with /next waiting: %+v", c)
+		}
+		if err := <-next; err != nil {
+			t.Fatal(err)
+		}
+		want := GateCounts{Slots: 1, Admitted: 2, Waited: agentGateHold}
+		if c := rt.gate.counts(); c != want {
+			t.Errorf("after /next: %+v, want %+v", c, want)
+		}
+		close(release)
+		if err := <-a; err != nil {
+			t.Fatal(err)
+		}
+	})
+	var none *agentGate
+	if c := none.counts(); c != (GateCounts{}) {
+		t.Errorf("no gate: %+v", c)
+	}
+}
+
 // TestAgentGateCancel: a request whose client leaves while it waits fails
 // with the context's error and takes no slot with it.
 func TestAgentGateCancel(t *testing.T) {

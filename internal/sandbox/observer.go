@@ -54,11 +54,13 @@ type Counts struct {
 	CommittedMemoryMB int
 	// Pool counts the sandboxes restored ahead, by template.
 	Pool map[string]int
+	// Gate is the agent gate's state (gate.go).
+	Gate GateCounts
 }
 
 // Counts returns the Manager's current counts.
 func (m *Manager) Counts() Counts {
-	c := Counts{ByState: map[State]int{}, Pool: map[string]int{}}
+	c := Counts{ByState: map[State]int{}, Pool: map[string]int{}, Gate: m.gate.counts()}
 	for _, tpl := range m.poolTemplates() {
 		c.Pool[tpl] = m.pool.size(tpl)
 	}

@@ -15,9 +15,10 @@ import (
 
 // TestPrometheusMetrics scrapes the daemon's /metrics after a create, a
 // pause and a clone of the paused sandbox: the operations' counters and
-// latency histograms, sandboxes by state, committed memory, the quota and
-// the standby fill are there with the values those calls leave; without the
-// API key the scrape is a 401.
+// latency histograms, sandboxes by state, committed memory, the quota, the
+// standby fill and the agent gate (a file written through the data plane)
+// are there with the values those calls leave; without the API key the
+// scrape is a 401.
 func TestPrometheusMetrics(t *testing.T) {
 	ctx := daemontest.Context(t)
 	d, c := start(t)
@@ -25,6 +26,7 @@ func TestPrometheusMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	writeFile(t, ctx, sb.Conn(), "/tmp/through-the-gate", "x") // a data-plane request
 	if err := c.Pause(ctx, sb.SandboxID); err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +44,7 @@ func TestPrometheusMetrics(t *testing.T) {
 		return metric(text, `forkbox_operations_total{op="pause",outcome="ok"}`) == 1
 	})
 	for series, want := range map[string]float64{
+		`forkbox_agent_gate_waiting`:                                         0,
 		`forkbox_operations_total{op="create",outcome="ok"}`:                 1,
 		`forkbox_operations_total{op="pause",outcome="ok"}`:                  1,
 		`forkbox_operations_total{op="clone",outcome="ok"}`:                  1,
@@ -56,7 +59,8 @@ func TestPrometheusMetrics(t *testing.T) {
 			t.Errorf("%s = %v, want %v", series, got, want)
 		}
 	}
-	for _, series := range []string{`forkbox_max_sandboxes`, `forkbox_committed_memory_bytes`, `forkbox_operation_duration_seconds_sum{op="pause",outcome="ok"}`} {
+	for _, series := range []string{`forkbox_max_sandboxes`, `forkbox_committed_memory_bytes`, `forkbox_operation_duration_seconds_sum{op="pause",outcome="ok"}`,
+		`forkbox_agent_gate_slots`, `forkbox_agent_gate_requests_total`} {
 		if got := metric(text, series); got <= 0 {
 			t.Errorf("%s = %v, want > 0", series, got)
 		}
