@@ -88,7 +88,7 @@ func parseFlags() (config, error) {
 		return c, fmt.Errorf("-prev-bin and -prev-template-dir go together")
 	}
 	if c.n < 1 || c.echoN < 1 || c.cloneReps < 1 || c.burstN < 1 {
-		return c, fmt.Errorf("-n, -echo-n and -clone-reps must be positive")
+		return c, fmt.Errorf("-n, -echo-n, -clone-reps and -burst-n must be positive")
 	}
 	c.only = map[string]bool{}
 	for _, s := range strings.Split(only, ",") {
